@@ -1,0 +1,51 @@
+"""`dlzero <command>`: the one entry point that wires the layers together.
+
+Commands live in `dlzero.commands.<name>`; they keep heavy imports (torch, onnxruntime) inside
+`run`, so `dlzero --help` starts quickly. Errors caused by input (`DlzeroError`) print as one line, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from dlzero.commands import COMMAND_MODULES
+from dlzero.errors import DlzeroError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dlzero",
+        description="AlphaZero / dlshogi-style shogi engine: self-play, training, gating, USI.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"dlzero.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except DlzeroError as exc:
+        print(f"dlzero {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"dlzero {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""`dlzero analyze`: JSON-lines analysis engine on stdin/stdout (see `dlzero.analysis`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="answer JSON analysis queries from stdin, one per line")
+    p.add_argument("--model", required=True, help="model file (.pt or .onnx)")
+    p.add_argument("--playouts", type=int, default=800, help="playouts of a query that gives none")
+    p.add_argument("--max-batch", type=int, default=64, help="most queries searched together (default 64)")
+    add_config_args(p)
+    add_inference_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlzero.analysis import AnalysisEngine, serve
+    from dlzero.errors import ConfigError
+    from dlzero.inference import load_model
+
+    if args.playouts < 1 or args.max_batch < 1:
+        raise ConfigError("--playouts and --max-batch must be at least 1")
+    cfg = config_from_args(args)
+    engine = AnalysisEngine(load_model(args.model, cfg.inference), cfg, args.playouts)
+    serve(engine, sys.stdin, sys.stdout, args.max_batch)
+    return 0

@@ -1,0 +1,98 @@
+"""`dlzero bench infer|search|selfplay`: figures for every speed target, as a table or JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="benchmarks: inference, search, self-play")
+    bsub = p.add_subparsers(dest="bench", metavar="WHAT")
+    bsub.required = True
+
+    pi = bsub.add_parser("infer", help="positions/s per backend and batch size, and the encoder's rate")
+    add_config_args(pi)
+    add_inference_args(pi, backend=False)
+    pi.add_argument("--model", help=".pt or .onnx model (default: a random model of the config's shape)")
+    pi.add_argument("--batch", type=_ints, default=[1, 8, 64, 256], help="comma-separated batch sizes")
+    pi.add_argument("--backend", dest="backends", type=_names, default=["torch-eager", "torch", "onnx"],
+                    help="comma-separated backends: torch-eager (no graph optimisation), torch, onnx")
+    pi.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
+    pi.add_argument("--json", action="store_true", help="one JSON object per line")
+    pi.set_defaults(func=run_infer)
+
+    pself = bsub.add_parser("selfplay", help="self-play positions/s and games/hour per games in lockstep (G)")
+    add_config_args(pself)
+    add_inference_args(pself)
+    pself.add_argument("--parallel", type=_ints, default=[1, 16, 64, 256], help="comma-separated G values")
+    pself.add_argument("--moves", type=int, default=20, help="lockstep steps (plies per game slot) per G")
+    pself.add_argument("--json", action="store_true", help="one JSON object per line")
+    pself.set_defaults(func=run_selfplay)
+
+    ps = bsub.add_parser("search", help="simulations/s: null evaluator, torch, onnx; one tree and many")
+    add_config_args(ps)
+    add_inference_args(ps, backend=False)
+    ps.add_argument("--model", help=".pt or .onnx model (default: a random model of the config's shape)")
+    ps.add_argument("--evaluators", type=_names, default=["null", "torch", "onnx"],
+                    help="comma-separated: null, torch, torch-eager, onnx")
+    ps.add_argument("--batch", type=_ints, default=[1, 16, 64], help="comma-separated leaves per network call")
+    ps.add_argument("--playouts", type=int, default=2000, help="playouts per measurement (one tree)")
+    ps.add_argument("--json", action="store_true", help="one JSON object per line")
+    ps.set_defaults(func=run_search)
+
+
+def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
+    if not as_json:
+        print("  ".join(f"{c:>16}" for c in columns))
+    for row in rows:
+        if as_json:
+            print(json.dumps(row), flush=True)
+        else:
+            print("  ".join(f"{row.get(c, ''):>16}" for c in columns), flush=True)
+
+
+def run_infer(args: argparse.Namespace) -> int:
+    from dlzero.bench.infer import bench_encoder, bench_inference
+
+    cfg = config_from_args(args)
+    rows = bench_inference(args.backends, args.batch, args.model, cfg, args.seconds)
+    _print_rows(rows, args.json, ["backend", "batch", "positions_per_s", "ms_per_batch"])
+    enc = bench_encoder()
+    if args.json:
+        print(json.dumps({"backend": "encoder", "batch": 256, "positions_per_s": round(enc, 1)}))
+    else:
+        print(f"encoder: {enc:,.0f} positions/s (100 planes, mid-game positions)", file=sys.stdout)
+    return 0
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from dlzero.bench.search import bench_search
+
+    cfg = config_from_args(args)
+    rows = bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts)
+    _print_rows(rows, args.json, ["evaluator", "batch", "trees", "sims_per_s", "inference_only_per_s",
+                                  "search_vs_inference"])
+    return 0
+
+
+def run_selfplay(args: argparse.Namespace) -> int:
+    from dlzero.bench.selfplay import bench_selfplay
+
+    cfg = config_from_args(args)
+    backend = args.backend if args.backend not in (None, "auto") else "onnx"
+    rows = bench_selfplay(cfg, args.parallel, args.moves, backend)
+    _print_rows(rows, args.json, ["config", "parallel", "positions_per_s", "games_per_hour", "game_length",
+                                  "eval_share"])
+    return 0

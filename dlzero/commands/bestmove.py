@@ -1,0 +1,39 @@
+"""`dlzero bestmove`: search one position and print the move (or the whole analysis as JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+from dlzero.errors import PositionError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bestmove", help="print the best move of one position")
+    p.add_argument("--model", required=True, help="model file (.pt or .onnx)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--sfen", help="the position as an SFEN string")
+    where.add_argument("--position", help="as in USI: 'startpos moves 7g7f ...' or 'sfen ... moves ...'")
+    p.add_argument("--playouts", type=int, default=800, help="playouts to search (default 800)")
+    p.add_argument("--json", action="store_true", help="print the full analysis as one JSON object")
+    add_config_args(p)
+    add_inference_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlzero.engine import Engine
+    from dlzero.position import parse_position
+
+    if args.playouts < 1:
+        raise PositionError(f"--playouts must be at least 1, got {args.playouts}")
+    position = f"sfen {args.sfen}" if args.sfen is not None else args.position
+    parse_position(position)  # a bad position fails before the model is loaded
+    engine = Engine.load(args.model, config_from_args(args))
+    analysis = engine.analyze(position, playouts=args.playouts)
+    if args.json:
+        print(json.dumps({"position": position, **analysis.to_dict(engine.cfg.usi.multipv)}))
+    else:
+        print(analysis.bestmove)
+    return 0

@@ -1,0 +1,84 @@
+"""Arguments shared by several commands: config file, overrides, inference flags.
+
+Every flag is a shorthand for a config key, so `--device cuda` is `--set inference.device=cuda`;
+`overrides(args)` turns the flags a user gave into the `section.key=value` list `load_config` takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dlzero.config import Config, load_config
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+# flag dest -> config key
+FLAG_KEYS: dict[str, str] = {
+    "backend": "inference.backend",
+    "device": "inference.device",
+    "precision": "inference.precision",
+    "threads": "inference.threads",
+}
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML config file, or the name of one in configs/ (tiny, dlshogi10b, "
+                   "...); default: built-in defaults (a 5x64 network)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override any config key, e.g. --set model.blocks=6 (repeatable)")
+
+
+def add_inference_args(p: argparse.ArgumentParser, backend: bool = True) -> None:
+    if backend:
+        p.add_argument("--backend", choices=["auto", "torch", "onnx"],
+                       help="inference backend (inference.backend)")
+    p.add_argument("--device", help="auto, cpu, cuda or cuda:N (inference.device)")
+    p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16"], help="inference.precision")
+    p.add_argument("--threads", type=int, help="compute threads per process (inference.threads)")
+
+
+def overrides(args: argparse.Namespace, keys: dict[str, str] | None = None) -> list[str]:
+    """`--set` overrides followed by those implied by flags the user actually gave."""
+    out = list(getattr(args, "set", []) or [])
+    for dest, key in {**FLAG_KEYS, **(keys or {})}.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            out.append(f"{key}={value}")
+    return out
+
+
+def resolve_config_path(name: str | None) -> str | None:
+    """A path as given, or a bare name like `tiny` looked up in the repository's configs/ folder."""
+    if not name or Path(name).exists() or name.endswith((".yaml", ".yml")):
+        return name
+    bundled = CONFIG_DIR / f"{name}.yaml"
+    return str(bundled) if bundled.is_file() else name
+
+
+def config_from_args(args: argparse.Namespace, keys: dict[str, str] | None = None) -> Config:
+    """Defaults <- config file <- --set <- flags."""
+    return load_config(resolve_config_path(getattr(args, "config", None)), overrides(args, keys))
+
+
+def run_from_args(args: argparse.Namespace, keys: dict[str, str] | None = None, command: str = "dlzero"):
+    """(RunDir, Config) for `--run`: create the run from the CLI config, or open it.
+
+    An existing run keeps its own config.yaml as the base; `--set` and flags apply on top and the
+    result is stored back, so the run directory always says what was used.
+    """
+    import sys
+
+    from dlzero.config import apply_overrides, config_from_dict, config_to_dict
+    from dlzero.rundir import RunDir
+
+    rd = RunDir(args.run)
+    if not rd.info_path.exists():
+        cfg = config_from_args(args, keys)
+        return RunDir.create(args.run, cfg), cfg
+    if getattr(args, "config", None):
+        print(f"{command}: {args.run} exists; using its config.yaml, not {args.config}", file=sys.stderr)
+    rd = RunDir.open(args.run)
+    cfg = config_from_dict(apply_overrides(config_to_dict(rd.config()), overrides(args, keys)))
+    rd.save_config(cfg)
+    return rd, cfg

@@ -1,0 +1,39 @@
+"""`dlzero loop`: the one-command learning loop (self-play -> train -> gate -> promote)."""
+
+from __future__ import annotations
+
+import argparse
+
+from dlzero.commands.common import add_config_args, add_inference_args, run_from_args
+
+FLAGS = {
+    "games": "selfplay.games_per_generation",
+    "workers": "selfplay.workers",
+    "parallel": "selfplay.games_in_parallel",
+    "steps": "train.steps_per_generation",
+    "gate_games": "gate.max_games",
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("loop", help="run self-play -> train -> gate -> promote, generation after generation")
+    add_config_args(p)
+    add_inference_args(p)
+    p.add_argument("--run", required=True, help="run directory (created if missing, resumed if present)")
+    p.add_argument("--generations", type=int, default=1_000_000,
+                   help="iterations to run now (default: until interrupted; Ctrl-C and rerun to resume)")
+    p.add_argument("--games", type=int, help="self-play games per iteration (selfplay.games_per_generation)")
+    p.add_argument("--workers", type=int, help="self-play processes (selfplay.workers)")
+    p.add_argument("--parallel", type=int, help="games per worker in lockstep (selfplay.games_in_parallel)")
+    p.add_argument("--steps", type=int, help="training steps per iteration (train.steps_per_generation)")
+    p.add_argument("--gate-games", type=int, help="max games of a gating match (gate.max_games)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlzero.loop import run_loop
+
+    rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
+    run_loop(rd, cfg, args.generations, progress=not args.quiet)
+    return 0

@@ -1,0 +1,46 @@
+"""`dlzero selfplay`: play self-play games with the run's best model and write hcpe3 shards.
+
+A new run directory is created from the resolved config (with a random generation-0 model as the
+first best); an existing one is opened and its stored config.yaml is the base that `--set` and the
+flags override, so a run keeps its settings however it is resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlzero.commands.common import add_config_args, add_inference_args, run_from_args
+
+SELFPLAY_KEYS = {"games_in_parallel": "selfplay.games_in_parallel", "workers": "selfplay.workers"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("selfplay", help="play self-play games with the run's best model, write hcpe3 shards")
+    add_config_args(p)
+    add_inference_args(p)
+    p.add_argument("--run", required=True, metavar="DIR", help="run directory (created if it does not exist)")
+    p.add_argument("--games", type=int, help="total games (default: selfplay.games_per_generation)")
+    p.add_argument("--workers", type=int, help="worker processes (selfplay.workers)")
+    p.add_argument("--parallel", dest="games_in_parallel", type=int, metavar="G",
+                   help="games each worker plays in lockstep (selfplay.games_in_parallel)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (weights of a new run, game choices)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or per-worker lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rd, cfg = run_from_args(args, SELFPLAY_KEYS, "dlzero selfplay")
+    games = args.games if args.games is not None else cfg.selfplay.games_per_generation
+    from selfplay.worker import run_selfplay
+
+    s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
+    split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"
+    print(f"{s.games} games, {s.positions:,} positions ({s.targets:,} with visit counts) "
+          f"in {s.seconds:.1f} s "
+          f"({s.games_per_hour:,.0f} games/h); {split}; {len(s.shards)} shards; "
+          f"resign threshold {s.resign_threshold:.4f}", file=sys.stderr)
+    if s.failed_workers:
+        print(f"dlzero selfplay: workers {s.failed_workers} failed", file=sys.stderr)
+        return 1
+    return 0

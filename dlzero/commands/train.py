@@ -1,0 +1,80 @@
+"""`dlzero train`: one generation on a run's self-play data, or supervised training on hcpe files.
+
+    dlzero train --run runs/NAME [--steps N]          next candidate -> runs/NAME/models/gen-NNNN.pt
+    dlzero train --hcpe a.hcpe b.hcpe --out m.pt      supervised; prints held-out accuracies
+
+With `--run`, the run's config.yaml is the base config (or `--config` instead), then `--set` and
+flags. For several processes or GPUs launch it with torchrun, which this command detects:
+
+    torchrun --nproc_per_node=K -m dlzero.cli train --run-dir runs/NAME
+
+(`--run-dir` is `--run` by another name: torchrun's own parser scans every argument and would take
+`--run` for an abbreviation of its `--run-path`.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlzero.commands.common import add_config_args, overrides, resolve_config_path
+
+FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train", help="train the next generation of a run, or a model from hcpe files",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", "--run-dir", dest="run",
+                     help="run directory: train on its shards, resuming train/checkpoint.pt if present "
+                          "(under torchrun spell it --run-dir: torchrun reads --run as its own --run-path)")
+    src.add_argument("--hcpe", nargs="+", metavar="FILE", help="supervised mode: hcpe files to train on")
+    p.add_argument("--out", help="supervised mode: output model file (.pt)")
+    p.add_argument("--metrics", help="supervised mode: folder for metrics.csv and TensorBoard events")
+    p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation)")
+    p.add_argument("--device", help="auto, cpu, cuda or cuda:N (train.device)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_config_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dlzero.config import load_config
+    from dlzero.errors import ConfigError
+    from dlzero.rundir import RunDir
+    from train import distributed, train_generation, train_supervised
+
+    if args.hcpe and not args.out:
+        raise ConfigError("--hcpe needs --out (the model file to write)")
+    if args.run and (args.out or args.metrics):
+        raise ConfigError("--out and --metrics are for --hcpe mode; --run writes into the run directory")
+    rd = RunDir.open(args.run) if args.run else None
+    base = resolve_config_path(args.config) or (rd.config_path if rd else None)
+    cfg = load_config(base, overrides(args, FLAG_KEYS))
+    info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
+    try:
+        if rd is not None:
+            res = train_generation(rd, cfg, progress=not args.no_progress)
+            if info is None or info.is_main:
+                print(f"wrote {res.model_path}: generation {res.generation}, {res.steps} steps on "
+                      f"{res.positions:,} of the run's {res.total_positions:,} positions; "
+                      f"{_fmt(res.metrics)}", file=sys.stderr)
+        else:
+            metrics_dir = Path(args.metrics) if args.metrics else None
+            sres = train_supervised(args.hcpe, cfg, args.out, metrics_dir=metrics_dir,
+                                    progress=not args.no_progress)
+            if info is None or info.is_main:
+                print(f"wrote {sres.model_path}: {sres.steps} steps on {sres.train_positions:,} positions; "
+                      f"held out ({sres.holdout_positions:,}): {_fmt(sres.holdout)}", file=sys.stderr)
+    finally:
+        if info is not None:
+            distributed.shutdown()
+    return 0
+
+
+def _fmt(metrics: dict[str, float]) -> str:
+    keys = ("policy_loss", "value_loss", "policy_acc", "value_acc")
+    return ", ".join(f"{k} {metrics[k]:.4f}" for k in keys if k in metrics) or "no metrics"

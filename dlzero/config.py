@@ -1,0 +1,337 @@
+"""Typed configuration: plain YAML files in `configs/`, defaults here, overrides from the CLI.
+
+A config is a tree of dataclasses. `load_config` reads a YAML file, checks every key and value
+against the dataclass fields (an unknown key or a value of the wrong type is a `ConfigError` that
+names the dotted key), then applies `--set section.key=value` overrides, which are parsed as YAML
+scalars so `--set search.c_init=1.5` and `--set train.amp=off` both work.
+
+Constraints a value must meet are declared beside the field (`_field(..., check=...)`), so the
+rule and the default live together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlzero.errors import ConfigError
+
+Check = Callable[[Any], str | None]
+
+
+def _field(default: Any, check: Check | None = None, doc: str = "") -> Any:
+    """A dataclass field with an optional validity check and a one-line description."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"check": check, "doc": doc})
+    return field(default=default, metadata={"check": check, "doc": doc})
+
+
+def _positive(v: Any) -> str | None:
+    return None if v > 0 else "must be > 0"
+
+
+def _non_negative(v: Any) -> str | None:
+    return None if v >= 0 else "must be >= 0"
+
+
+def _unit(v: Any) -> str | None:
+    return None if 0.0 <= v <= 1.0 else "must be between 0 and 1"
+
+
+def _one_of(*options: str) -> Check:
+    def check(v: Any) -> str | None:
+        return None if v in options else f"must be one of {', '.join(options)}"
+
+    return check
+
+
+def _odd_or_zero(v: Any) -> str | None:
+    return None if v == 0 or (v > 0 and v % 2 == 1) else "must be 0 (off) or an odd number of plies"
+
+
+@dataclass
+class ModelConfig:
+    """ResNet shape: stem, `blocks` residual blocks of `channels`, policy and value heads."""
+
+    blocks: int = _field(5, _positive, "number of residual blocks")
+    channels: int = _field(64, _positive, "channels of the trunk")
+    value_channels: int = _field(4, _positive, "1x1 conv channels at the start of the value head")
+    value_fc: int = _field(256, _positive, "hidden units of the value head")
+
+
+@dataclass
+class InferenceConfig:
+    """How positions are evaluated: backend, device, precision."""
+
+    backend: str = _field("auto", _one_of("auto", "torch", "onnx"), "auto: by model file type")
+    device: str = _field("auto", None, "auto, cpu, cuda or cuda:N")
+    precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16"), "auto: fp16 on CUDA, fp32 on CPU")
+    threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
+    optimize: str = _field(
+        "auto", _one_of("auto", "none", "freeze", "compile", "cuda_graphs"),
+        "torch graph optimisation; auto: freeze on CPU, cuda_graphs on CUDA",
+    )
+    providers: list = _field([], None, "onnxruntime providers in order; empty: best available")
+    max_batch: int = _field(256, _positive, "largest batch one call may carry")
+
+
+@dataclass
+class SearchConfig:
+    """PUCT search constants (dlshogi's defaults) and search limits."""
+
+    batch_size: int = _field(64, _positive, "leaves evaluated per network call (per tree)")
+    c_init: float = _field(1.44, _positive, "c(N) = c_init + ln((N + c_base + 1) / c_base)")
+    c_base: float = _field(28288.0, _positive)
+    c_init_root: float = _field(1.16, _positive)
+    c_base_root: float = _field(25617.0, _positive)
+    fpu_reduction: float = _field(0.27, _non_negative, "first-play urgency reduction below the root")
+    fpu_reduction_root: float = _field(0.0, _non_negative)
+    softmax_temperature: float = _field(1.74, _positive, "policy temperature for priors")
+    virtual_loss: int = _field(1, _positive)
+    draw_value_black: float = _field(0.5, _unit, "win rate of a repetition draw for Black")
+    draw_value_white: float = _field(0.5, _unit, "win rate of a repetition draw for White")
+    max_moves: int = _field(512, _positive, "ply at which a game is a draw")
+    leaf_mate_depth: int = _field(3, _odd_or_zero, "mate search at new leaves (plies)")
+    root_mate_depth: int = _field(7, _odd_or_zero, "mate search at the root before searching (plies)")
+    node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")
+    reuse_tree: bool = _field(True, None, "keep the played move's subtree between moves")
+    nn_cache_size: int = _field(0, _non_negative, "entries of the evaluation cache (0: off)")
+    pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")
+    dirichlet_alpha: float = _field(0.15, _positive, "root noise concentration (self-play)")
+    dirichlet_epsilon: float = _field(0.25, _unit, "root noise weight (self-play)")
+
+
+@dataclass
+class SelfplayConfig:
+    """Self-play workers: games in lockstep, exploration, resignation, shards."""
+
+    games_in_parallel: int = _field(32, _positive, "games each worker plays at once (G)")
+    workers: int = _field(1, _positive, "worker processes")
+    playouts: int = _field(64, _positive, "playouts of a full search")
+    cheap_playouts: int = _field(16, _positive, "playouts of a cheap search (playout cap randomization)")
+    full_search_prob: float = _field(0.25, _unit, "share of moves searched fully; only those are policy targets")
+    random_plies: int = _field(12, _non_negative, "plies whose move is sampled by visit counts")
+    temperature: float = _field(1.0, _positive, "sampling temperature over visits during random plies")
+    noise: bool = _field(True, None, "root Dirichlet noise on full searches")
+    openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: start position")
+    resign_threshold: float = _field(0.03, _unit, "resign when the best move's win rate is below this")
+    no_resign_fraction: float = _field(0.1, _unit, "share of games that never resign (false-positive check)")
+    resign_fp_target: float = _field(0.05, _unit, "target rate of wrong resignations")
+    max_moves: int = _field(320, _positive, "ply at which a self-play game is a draw")
+    games_per_generation: int = _field(128, _positive, "games each generation adds (loop)")
+    games_per_shard: int = _field(32, _positive, "games per hcpe3 shard file")
+
+
+@dataclass
+class TrainConfig:
+    """Trainer: replay window, optimiser, schedule, checkpoints."""
+
+    batch_size: int = _field(256, _positive)
+    optimizer: str = _field("sgd", _one_of("sgd", "adamw"))
+    lr: float = _field(0.02, _positive)
+    momentum: float = _field(0.9, _unit)
+    weight_decay: float = _field(1e-4, _non_negative)
+    lr_schedule: str = _field("constant", _one_of("constant", "cosine"))
+    warmup_steps: int = _field(0, _non_negative)
+    steps_per_generation: int = _field(400, _positive)
+    window_min: int = _field(20_000, _positive, "replay window (positions) at the start of a run")
+    window_max: int = _field(2_000_000, _positive, "largest replay window (positions)")
+    window_exponent: float = _field(0.75, _positive, "window grows like positions_seen ** exponent")
+    val_lambda: float = _field(0.333, _unit, "weight of the search eval in the value target")
+    grad_clip: float = _field(10.0, _non_negative, "max gradient norm (0: off)")
+    amp: str = _field("auto", _one_of("auto", "off", "bf16", "fp16"), "auto: bf16 on CUDA, off on CPU")
+    ema: bool = _field(False, None, "export an exponential moving average of the weights")
+    ema_decay: float = _field(0.999, _unit)
+    checkpoint_every: int = _field(200, _positive, "steps between checkpoints")
+    log_every: int = _field(50, _positive, "steps between metric rows")
+    holdout_fraction: float = _field(0.05, _unit, "held-out share (supervised mode)")
+    seed: int = _field(0, _non_negative)
+    device: str = _field("auto", None, "training device: auto, cpu, cuda or cuda:N (torchrun: one GPU per rank)")
+
+
+@dataclass
+class GateConfig:
+    """Gating match: candidate against best, decided by SPRT."""
+
+    playouts: int = _field(64, _positive)
+    max_games: int = _field(100, _positive)
+    elo0: float = _field(0.0, None, "SPRT null hypothesis (Elo)")
+    elo1: float = _field(35.0, None, "SPRT alternative hypothesis (Elo)")
+    alpha: float = _field(0.05, _unit)
+    beta: float = _field(0.05, _unit)
+    cap_pass_score: float = _field(0.55, _unit, "score needed to pass when the game cap is reached")
+    openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: built-in openings")
+    max_moves: int = _field(320, _positive)
+
+
+@dataclass
+class UsiConfig:
+    """USI engine defaults (each is also a `setoption`)."""
+
+    byoyomi_margin_ms: int = _field(300, _non_negative)
+    time_margin_ms: int = _field(1000, _non_negative)
+    resign_threshold: float = _field(0.01, _unit)
+    pv_interval_ms: int = _field(500, _non_negative)
+    multipv: int = _field(1, _positive)
+    playouts: int = _field(0, _non_negative, "fixed playouts per move (0: by time)")
+
+
+@dataclass
+class Config:
+    """The whole configuration of a run."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    usi: UsiConfig = field(default_factory=UsiConfig)
+
+
+def _type_of(cls: type, name: str) -> Any:
+    return typing.get_type_hints(cls)[name]
+
+
+def _coerce(value: Any, typ: Any, key: str) -> Any:
+    """Check `value` against a field type, allowing int where float is expected."""
+    origin = typing.get_origin(typ)
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+    elif typ is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif typ is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif typ is str:
+        if isinstance(value, str):
+            return value
+        if value is None:
+            return ""
+        if isinstance(value, bool):  # YAML 1.1 reads a bare off/on as a boolean
+            return "on" if value else "off"
+    elif typ is list or origin is list:
+        if isinstance(value, list):
+            return list(value)
+        if isinstance(value, str):
+            return [v for v in value.split(",") if v]
+    elif origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(typ):
+            try:
+                return _coerce(value, arg, key)
+            except ConfigError:
+                continue
+    name = getattr(typ, "__name__", str(typ))
+    raise ConfigError(f"config key '{key}': expected {name}, got {value!r}")
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"config section '{prefix or '<top>'}' must be a mapping, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in fields:
+            where = f"{prefix}.{key}" if prefix else key
+            known = ", ".join(sorted(fields))
+            raise ConfigError(f"unknown config key '{where}' (known keys here: {known})")
+    kwargs = {}
+    for name, f in fields.items():
+        key = f"{prefix}.{name}" if prefix else name
+        typ = _type_of(cls, name)
+        if dataclasses.is_dataclass(typ):
+            kwargs[name] = _build(typ, data.get(name, {}) or {}, key)
+            continue
+        if name not in data:
+            continue
+        value = _coerce(data[name], typ, key)
+        check = f.metadata.get("check")
+        problem = check(value) if check else None
+        if problem:
+            raise ConfigError(f"config key '{key}' {problem} (got {value!r})")
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def config_to_dict(cfg: Any) -> dict:
+    """The config as plain data, ready for YAML or a checkpoint."""
+    return dataclasses.asdict(cfg)
+
+
+def config_from_dict(data: dict | None) -> Config:
+    """Build and validate a `Config` from plain data (e.g. a parsed YAML file)."""
+    return _build(Config, data or {}, "")
+
+
+def _one_line(exc: Exception) -> str:
+    """A parser's multi-line message (with a caret drawing) squeezed onto one line for the CLI."""
+    return " ".join(str(exc).split())
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`section.key=value` -> (['section', 'key'], value parsed as a YAML scalar)."""
+    if "=" not in text:
+        raise ConfigError(f"override '{text}' must look like section.key=value")
+    key, raw = text.split("=", 1)
+    path = [p for p in key.strip().split(".") if p]
+    if len(path) < 2:
+        raise ConfigError(f"override '{text}': the key must name a section and a key, e.g. model.blocks")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override '{text}': value is not valid YAML ({_one_line(exc)})") from None
+    return path, value
+
+
+def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
+    """Return a copy of `data` with each `section.key=value` override applied."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for text in overrides:
+        path, value = parse_override(text)
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override '{text}': '{part}' is not a section")
+        node[path[-1]] = value
+    return out
+
+
+def read_yaml(path: str | Path) -> dict:
+    """Parse a YAML config file into a dict, with errors that name the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file '{p}' does not exist")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file '{p}' is not valid YAML: {_one_line(exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file '{p}' must contain a mapping of sections")
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Config:
+    """Defaults, then the YAML file (if any), then overrides; validated at every step."""
+    data = read_yaml(path) if path else {}
+    try:
+        return config_from_dict(apply_overrides(data, overrides))
+    except ConfigError as exc:
+        if path:
+            raise ConfigError(f"{path}: {exc}") from None
+        raise
+
+
+def dump_config(cfg: Config) -> str:
+    """The config as YAML text (what a run directory stores as config.yaml)."""
+    return yaml.safe_dump(config_to_dict(cfg), sort_keys=False)

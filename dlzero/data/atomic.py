@@ -1,0 +1,88 @@
+"""Atomic file writes: a reader sees the old file or the complete new one, never a partial one.
+
+Every role in a run (self-play workers, trainer, arena, promotion) meets the others only through
+files, and any process may be killed at any moment. So every file that another process may read
+(shards, checkpoints, best.json, configs) is written to a temporary file in the same directory,
+flushed and fsynced, then renamed over the target with `os.replace`, which is atomic on POSIX and
+Windows when both names are on the same filesystem.
+
+Temporary names start with "." and end with ".tmp", so a reader that globs `*.hcpe3` or `*.pt`
+never picks one up; a crash leaves at most such a hidden file behind, never a torn target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+TEMP_SUFFIX = ".tmp"
+_MODES = {"wb": "wb", "w": "w", "wt": "w"}
+
+
+def _create_exclusive(target: Path) -> tuple[int, Path]:
+    """Create a new temporary file beside `target`; O_EXCL so two writers never share one.
+
+    `os.open` with mode 0o666 lets the umask decide the permissions, as for a plain `open`
+    (`tempfile.mkstemp` would force 0600, which other users of a shared run folder could not read).
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable; not possible (nor needed) on Windows."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "wb", encoding: str = "utf-8") -> Iterator[IO[Any]]:
+    """Open a temporary file for writing; on a clean exit it replaces `path` in one step.
+
+    If the block raises, the temporary file is removed and `path` is left as it was. `mode` is
+    "wb" (default) or "w"/"wt" (text, `encoding`, UTF-8 by default).
+    """
+    if mode not in _MODES:
+        raise ValueError(f"atomic_open: mode must be one of {sorted(_MODES)}, not {mode!r}")
+    target = Path(path)
+    fd, tmp = _create_exclusive(target)
+    try:
+        text_kwargs = {} if mode == "wb" else {"encoding": encoding}
+        with os.fdopen(fd, _MODES[mode], **text_kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_directory(target.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` to `path` atomically (see module docstring)."""
+    with atomic_open(path, "wb") as f:
+        f.write(data)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """Write `text` to `path` atomically (see module docstring)."""
+    with atomic_open(path, "w", encoding=encoding) as f:
+        f.write(text)

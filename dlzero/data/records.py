@@ -1,0 +1,512 @@
+"""Import CSA and KIF game records (files people collect) into one hcpe file for supervised training.
+
+Each game gives one hcpe record per move: the position before the move (hcp), the move as
+bestMove16, eval 0 (records have no engine eval) and gameResult from the record. Decisions:
+
+- Result. 1 or 2 when the record says who won: a CSA `%TORYO`/`%TSUMI`/`%TIME_UP`/`%ILLEGAL_MOVE`
+  loses for the side to move, `%KACHI` wins for it, `%+ILLEGAL_ACTION`/`%-ILLEGAL_ACTION` name the
+  offender; in KIF the "まで…手で…の勝ち" line, or else the final 投了/詰み/切れ負け/反則負け
+  (loss for the side to move) or 入玉勝ち/反則勝ち (win) line. 千日手, 持将棋, %SENNICHITE and
+  %JISHOGI are draws (0). A game with no known winner (中断, %CHUDAN, no result at all) is still
+  imported, as gameResult 0, because its moves are good policy targets; a note says so, so a
+  value-sensitive user can leave such files out. The hcpe2 flag bits are not set, so plain hcpe
+  readers (dlshogi's among them) read the file unchanged.
+- Illegal moves. Every move is checked against cshogi's legal moves while replaying. At the first
+  illegal (or unreadable) move the game is cut: the moves before it are imported with the
+  record's result, and a note names the move. A file that yields no position at all is skipped.
+- Positions hcp cannot hold (no king, as in tsume problems) are skipped with the reason.
+- KIF: the main line only (variations after the first "変化：" line are ignored), handicaps by
+  手合割, board diagrams (custom start positions, which cshogi's own KIF parser ignores) read
+  here; moves are read with cshogi's `KIF.Parser.parse_move_str`. CSA: cshogi's parser, every
+  game of a multi-game ("/"-separated) file.
+- Text encoding: the declared one (`'encoding=` in CSA, `#KIF ... encoding=` in KIF) if any,
+  else UTF-8, then cp932, then EUC-JP.
+- Isolation. cshogi's parsers are C++ and can crash the whole process on bad input (the CSA parser
+  segfaults on kifu-for-js-csa/9fu_komabetsu.csa). So files are parsed and replayed in a child
+  process (`python -c` running `_worker_main`, not multiprocessing, whose spawn mode re-runs the
+  caller's main script); when it dies, the file it was on is reported as skipped ("parser
+  crashed (signal 11, SIGSEGV)") and a new child carries on with the rest. A file that takes
+  longer than `timeout_s` is skipped the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import queue
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, NamedTuple
+
+import cshogi
+import cshogi.CSA
+import cshogi.KIF
+import numpy as np
+from tqdm import tqdm
+
+from dlzero.data.hcpe import HCPE_DTYPE, find_bad_hcp, format_move16, legal_move16s, write_hcpe
+from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, WHITE_WIN
+
+RECORD_SUFFIXES = (".csa", ".kif", ".kifu")
+DEFAULT_TIMEOUT_S = 120.0
+
+# ---------------------------------------------------------------- results
+
+_LOSS_FOR_MOVER = {"%TORYO", "%TSUMI", "%TIME_UP", "%ILLEGAL_MOVE", "投了", "詰み", "切れ負け", "反則負け"}
+_WIN_FOR_MOVER = {"%KACHI", "入玉勝ち", "反則勝ち"}
+_DRAWN = {"%SENNICHITE", "%JISHOGI", "%MAX_MOVES", "%HIKIWAKE", "千日手", "持将棋"}
+_FIXED_WINNER = {"%+ILLEGAL_ACTION": WHITE_WIN, "%-ILLEGAL_ACTION": BLACK_WIN}
+
+
+def _winner_from_ending(ending: str, mover: int) -> int | None:
+    """Winner code for a terminal word, given the side to move when the game ended; None if unknown."""
+    if ending in _FIXED_WINNER:
+        return _FIXED_WINNER[ending]
+    if ending in _DRAWN:
+        return RESULT_DRAW
+    mover_wins = BLACK_WIN if mover == cshogi.BLACK else WHITE_WIN
+    if ending in _WIN_FOR_MOVER:
+        return mover_wins
+    if ending in _LOSS_FOR_MOVER:
+        return BLACK_WIN + WHITE_WIN - mover_wins
+    return None
+
+
+@dataclass
+class _ParsedGame:
+    """A game as read from a record: start SFEN, cshogi moves, winner (None if unknown), notes."""
+
+    sfen: str
+    moves: list[int]
+    winner: int | None
+    ending: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _start_turn(sfen: str) -> int:
+    return cshogi.WHITE if sfen.split()[1] == "w" else cshogi.BLACK
+
+
+# ---------------------------------------------------------------- text
+
+_DECLARED_ENCODING_RE = re.compile(rb"encoding=([A-Za-z0-9_-]+)")
+_CODEC_ALIASES = {"shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932", "windows-31j": "cp932"}
+
+
+def decode_record(raw: bytes) -> str:
+    """Record text: declared encoding first, else UTF-8, cp932, EUC-JP; newlines normalised to \\n."""
+    declared = _DECLARED_ENCODING_RE.search(raw[:512])
+    candidates = ["utf-8-sig", "cp932", "euc_jp"]
+    if declared:
+        name = declared.group(1).decode("ascii").lower()
+        candidates.insert(0, _CODEC_ALIASES.get(name, name))
+    for codec in candidates:
+        try:
+            text = raw.decode(codec)
+        except (UnicodeDecodeError, LookupError):
+            continue
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    raise ValueError("text is not UTF-8, cp932 (Shift_JIS) or EUC-JP")
+
+
+# ---------------------------------------------------------------- CSA
+
+
+def _parse_csa(text: str) -> list[_ParsedGame]:
+    """Every game of a CSA file (games are separated by "/" lines)."""
+    games = []
+    for parser in cshogi.CSA.Parser.parse_str(text if text.endswith("\n") else text + "\n"):
+        if not parser.sfen:  # the empty piece after a trailing "/"
+            continue
+        moves = list(parser.moves)
+        mover = _start_turn(parser.sfen) ^ (len(moves) & 1)
+        ending = parser.endgame or "no result"
+        games.append(_ParsedGame(parser.sfen, moves, _winner_from_ending(ending, mover), ending))
+    return games
+
+
+# ---------------------------------------------------------------- KIF
+
+_KIF_PIECES = {
+    "歩": "P", "香": "L", "桂": "N", "銀": "S", "金": "G", "角": "B", "飛": "R", "玉": "K", "王": "K",
+    "と": "+P", "杏": "+L", "圭": "+N", "全": "+S", "馬": "+B", "龍": "+R", "竜": "+R",
+}  # fmt: skip
+_HAND_ORDER = "RBGSNLP"
+_KANJI_DIGITS = "一二三四五六七八九"
+_MOVE_LINE_RE = re.compile(r"^([0-9]+)\s")  # ASCII digits: "９ ８ ７ …" above a diagram is no move
+_TERMINAL_RE = re.compile(
+    r"^([0-9]+)\s+(中断|投了|持将棋|千日手|詰み|切れ負け|反則勝ち|反則負け|入玉勝ち|封じ手)"
+)
+_SAME_SQUARE_RE = re.compile(r"同\s*")  # "同歩", "同 歩" and "同　歩" all mean "on the last square"
+_RESULT_WIN_RE = re.compile(r"^まで、?[0-9]+手で.*?(先手|下手|後手|上手)の(勝ち|入玉勝ち|反則勝ち|反則負け)")
+_RESULT_DRAW_RE = re.compile(r"^まで、?[0-9]+手で(千日手|持将棋)")
+_TURN_LINES = {"先手番": "b", "下手番": "b", "後手番": "w", "上手番": "w"}
+
+
+@dataclass
+class _KifText:
+    """The parts of a KIF main line: header fields, diagram rows, turn line, moves, result line."""
+
+    header: dict[str, str] = field(default_factory=dict)
+    rows: list[str] = field(default_factory=list)
+    turn: str | None = None
+    move_lines: list[str] = field(default_factory=list)
+    result_line: str | None = None
+
+
+def _scan_kif(text: str) -> _KifText:
+    """Sort the lines of the main line (everything before the first "変化" block) by kind."""
+    kif = _KifText()
+    for raw_line in text.split("\n"):
+        line = raw_line.strip()
+        if line.startswith("変化"):
+            break
+        if not line or line[0] in "#*&":
+            continue
+        if line.startswith("|"):
+            kif.rows.append(line)
+        elif line in _TURN_LINES:
+            kif.turn = _TURN_LINES[line]
+        elif line.startswith("まで"):
+            kif.result_line = line
+        elif _MOVE_LINE_RE.match(line):
+            kif.move_lines.append(line)
+        elif "：" in line:
+            key, value = line.split("：", 1)
+            kif.header[key.strip()] = value.strip()
+    return kif
+
+
+def _kanji_number(text: str) -> int:
+    """一 … 十八 as an int; an empty string means one piece."""
+    if not text:
+        return 1
+    tens, ten, ones = text.partition("十")
+    if not ten:
+        return _KANJI_DIGITS.index(text) + 1
+    tens_value = _KANJI_DIGITS.index(tens) + 1 if tens else 1
+    return tens_value * 10 + (_KANJI_DIGITS.index(ones) + 1 if ones else 0)
+
+
+def _kif_hand(text: str, lower: bool) -> str:
+    """SFEN hand part for "飛二　角　歩十七"-style text ("なし" or empty: nothing)."""
+    counts = {}
+    for item in text.split():
+        if item == "なし":
+            continue
+        letter = _KIF_PIECES.get(item[0])
+        if letter is None or len(letter) != 1 or letter == "K":
+            raise ValueError(f"cannot read piece in hand {item!r}")
+        counts[letter] = _kanji_number(item[1:])
+    out = "".join(f"{counts[p] if counts[p] > 1 else ''}{p}" for p in _HAND_ORDER if p in counts)
+    return out.lower() if lower else out
+
+
+def _diagram_rank(row: str) -> str:
+    """One SFEN rank from a diagram row like "| ・v歩 ・ …|一" (two characters a square)."""
+    cells = row[1:].split("|")[0]
+    if len(cells) != 18:
+        raise ValueError(f"cannot read board diagram row {row!r}")
+    out, empty = "", 0
+    for side, piece in zip(cells[::2], cells[1::2], strict=True):
+        if piece == "・":
+            empty += 1
+            continue
+        letter = _KIF_PIECES.get(piece)
+        if letter is None or side not in " vV":
+            raise ValueError(f"cannot read board diagram row {row!r}")
+        out += (str(empty) if empty else "") + (letter.lower() if side in "vV" else letter)
+        empty = 0
+    return out + (str(empty) if empty else "")
+
+
+def _kif_start_sfen(kif: _KifText) -> str:
+    """Start position: the board diagram if there is one, else the 手合割 handicap (平手 default)."""
+    handicap = kif.header.get("手合割", "平手")
+    preset = cshogi.KIF.Parser.HANDYCAP_SFENS.get(handicap)
+    if not kif.rows:
+        if preset is None:
+            raise ValueError(f"handicap {handicap!r} needs a board diagram, and the file has none")
+        return preset
+    if len(kif.rows) != 9:
+        raise ValueError(f"board diagram has {len(kif.rows)} rows, not 9")
+    board = "/".join(_diagram_rank(row) for row in kif.rows)
+    black = _kif_hand(kif.header.get("先手の持駒", kif.header.get("下手の持駒", "")), lower=False)
+    white = _kif_hand(kif.header.get("後手の持駒", kif.header.get("上手の持駒", "")), lower=True)
+    turn = kif.turn or (preset.split()[1] if preset else "b")
+    return f"{board} {turn} {black + white or '-'} 1"
+
+
+def _kif_winner(result_line: str | None) -> int | None:
+    """Winner from a "まで…" line, None when it names none (中断, tsume "まで7手詰", absent)."""
+    if result_line is None:
+        return None
+    if _RESULT_DRAW_RE.match(result_line):
+        return RESULT_DRAW
+    m = _RESULT_WIN_RE.match(result_line)
+    if m is None:
+        return None
+    side_wins = BLACK_WIN if m.group(1) in ("先手", "下手") else WHITE_WIN
+    return BLACK_WIN + WHITE_WIN - side_wins if m.group(2) == "反則負け" else side_wins
+
+
+def _parse_kif(text: str) -> list[_ParsedGame]:
+    """The main line of a KIF file as one game; reading stops at the first illegal/unreadable move."""
+    kif = _scan_kif(text)
+    sfen = _kif_start_sfen(kif)
+    board = cshogi.Board(sfen)
+    moves: list[int] = []
+    notes: list[str] = []
+    ending, plies, stopped = "no result", None, False
+    for line in kif.move_lines:
+        terminal = _TERMINAL_RE.match(line)
+        if terminal:
+            ending, plies = terminal.group(2), int(terminal.group(1)) - 1
+            break
+        if stopped:
+            continue
+        number = int(_MOVE_LINE_RE.match(line).group(1))
+        move = None
+        if number == len(moves) + 1:
+            move, _, _ = cshogi.KIF.Parser.parse_move_str(_SAME_SQUARE_RE.sub("同　", line), board)
+        if move is None:
+            notes.append(f"cannot read move {number} ({line!r}); imported the moves before it")
+            stopped = True
+            continue
+        moves.append(move)
+        if (move & 0xFFFF) not in legal_move16s(board):
+            stopped = True  # the replay reports it
+            continue
+        board.push(move)
+    mover = _start_turn(sfen) ^ ((len(moves) if plies is None else plies) & 1)
+    winner = _kif_winner(kif.result_line)
+    if winner is None:
+        winner = _winner_from_ending(ending, mover)
+    return [_ParsedGame(sfen, moves, winner, ending, notes)]
+
+
+# ---------------------------------------------------------------- replay
+
+
+def _replay(game: _ParsedGame) -> tuple[np.ndarray, list[str]]:
+    """hcpe records for the legal prefix of a game, and notes about what was cut or assumed."""
+    notes = list(game.notes)
+    board = cshogi.Board(game.sfen)
+    records = np.zeros(len(game.moves), HCPE_DTYPE)
+    count = 0
+    for move in game.moves:
+        move16 = move & 0xFFFF
+        if move16 not in legal_move16s(board):
+            what = f"({format_move16(move16)}) is illegal" if move16 else "was not understood by the parser"
+            notes.append(f"move {count + 1} {what} in {board.sfen()}; imported the {count} moves before it")
+            break
+        board.to_hcp(records["hcp"][count])
+        records["bestMove16"][count] = move16
+        board.push_move16(move16)
+        count += 1
+    records = records[:count]
+    bad = find_bad_hcp(records["hcp"]) if count else None
+    if bad is not None:
+        return records[:0], [f"position cannot be stored as hcp: {bad[1]}"]
+    if count and game.winner is None:
+        notes.append(f"no winner known ({game.ending}): imported with gameResult 0 (draw)")
+    records["gameResult"] = game.winner or RESULT_DRAW
+    return records, notes
+
+
+class _FileResult(NamedTuple):
+    """What the child process sends back for one file: records, or the reason it was skipped."""
+
+    path: str
+    records: np.ndarray | None
+    reason: str | None
+    notes: list[str]
+
+
+def _parse_games(path: str, text: str) -> list[_ParsedGame]:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csa":
+        return _parse_csa(text)
+    if suffix in (".kif", ".kifu"):
+        return _parse_kif(text)
+    raise ValueError(f"unknown record format {suffix!r} (expected {', '.join(RECORD_SUFFIXES)})")
+
+
+def _convert_file(path: str) -> _FileResult:
+    """Parse and replay one record file; runs in the child process, where a crash is survivable."""
+    try:
+        games = _parse_games(path, decode_record(Path(path).read_bytes()))
+        chunks: list[np.ndarray] = []
+        notes: list[str] = []
+        for index, game in enumerate(games):
+            records, game_notes = _replay(game)
+            prefix = f"game {index + 1}: " if len(games) > 1 else ""
+            notes.extend(prefix + note for note in game_notes)
+            chunks.append(records)
+    except Exception as e:  # cshogi and decoding raise assorted types; one file must not stop an import
+        return _FileResult(path, None, f"{type(e).__name__}: {e}", [])
+    total = sum(len(c) for c in chunks)
+    if total == 0:
+        return _FileResult(path, None, "; ".join(notes) or "no moves", [])
+    return _FileResult(path, np.concatenate(chunks), None, notes)
+
+
+# ---------------------------------------------------------------- isolation
+
+
+_FRAME_HEADER = struct.Struct("<Q")
+_WORKER_CODE = "import sys; from dlzero.data.records import _worker_main; sys.exit(_worker_main())"
+
+
+def _worker_main() -> int:
+    """Child process: read a JSON list of paths on stdin, send one pickled result per file.
+
+    Results go to the original stdout; fd 1 is then pointed at stderr, because cshogi's C++ code
+    prints diagnostics to stdout and would corrupt the stream.
+    """
+    results = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    for path in json.load(sys.stdin):
+        payload = pickle.dumps(_convert_file(path), protocol=pickle.HIGHEST_PROTOCOL)
+        results.write(_FRAME_HEADER.pack(len(payload)) + payload)
+        results.flush()
+    return 0
+
+
+def _read_results(stream: IO[bytes], out: queue.Queue) -> None:
+    """Reader thread: unpickle frames from the child until its output ends, then put None."""
+    try:
+        while len(header := stream.read(_FRAME_HEADER.size)) == _FRAME_HEADER.size:
+            payload = stream.read(_FRAME_HEADER.unpack(header)[0])
+            out.put(pickle.loads(payload))
+    except (EOFError, pickle.UnpicklingError, OSError):
+        pass  # a torn frame from a dying child: the parent reports the file as crashed
+    finally:
+        out.put(None)
+
+
+def _worker_env() -> dict[str, str]:
+    """The parent's environment, with this checkout first on the path so the child imports it."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _death_reason(returncode: int | None, stderr: IO[bytes]) -> str:
+    """Why a child stopped early, with the last line it wrote to stderr (often the real cause)."""
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        reason = f"parser crashed (signal {-returncode}, {name})"
+    else:
+        reason = f"parser process exited with status {returncode}"
+    stderr.seek(0)
+    lines = stderr.read().decode("utf-8", "replace").strip().splitlines()
+    return f"{reason}: {lines[-1][:200]}" if lines and returncode is not None and returncode > 0 else reason
+
+
+def _convert_isolated(paths: list[str], timeout_s: float) -> Iterator[_FileResult]:
+    """Results in the order of `paths`, from child processes; a new child takes over when one dies."""
+    todo = list(paths)
+    while todo:
+        with tempfile.TemporaryFile() as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_CODE],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=_worker_env(),
+            )  # fmt: skip
+            results: queue.Queue = queue.Queue()
+            reader = threading.Thread(target=_read_results, args=(proc.stdout, results), daemon=True)
+            reader.start()
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.write(json.dumps(todo).encode("utf-8"))
+                proc.stdin.close()
+            done, failure = 0, None
+            try:
+                while done < len(todo):
+                    try:
+                        result = results.get(timeout=timeout_s)
+                    except queue.Empty:
+                        failure = f"parser timed out after {timeout_s:g} s"
+                        break
+                    if result is None:
+                        break
+                    done += 1
+                    yield result
+            finally:
+                if proc.poll() is None and done < len(todo):
+                    proc.kill()
+                proc.wait()
+                reader.join()
+                proc.stdout.close()
+            if done < len(todo):
+                yield _FileResult(todo[done], None, failure or _death_reason(proc.returncode, stderr), [])
+        todo = todo[done + 1 :]
+
+
+# ---------------------------------------------------------------- public API
+
+
+@dataclass
+class ImportReport:
+    """What `import_records` did: (path, positions) imported, (path, reason) skipped, notes."""
+
+    out: str
+    imported: list[tuple[str, int]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def positions(self) -> int:
+        return sum(n for _, n in self.imported)
+
+
+def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Files as given, and *.csa / *.kif / *.kifu found recursively (sorted) under directories."""
+    found: list[str] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found.extend(
+                str(p) for p in sorted(path.rglob("*")) if p.is_file() and p.suffix.lower() in RECORD_SUFFIXES
+            )
+        else:
+            found.append(str(path))
+    return found
+
+
+def import_records(
+    paths: list[str], out: str, progress: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ImportReport:
+    """Convert record files (or directories of them) into one hcpe file at `out`.
+
+    Every file ends up in `report.imported` or `report.skipped`; nothing a file contains can stop
+    the import. `out` is written atomically, and only if at least one position was imported.
+    """
+    files = find_record_files(paths)
+    report = ImportReport(out=str(out))
+    chunks: list[np.ndarray] = []
+    with tqdm(total=len(files), file=sys.stderr, disable=not progress, unit="file", desc="import") as bar:
+        for result in _convert_isolated(files, timeout_s):
+            bar.update(1)
+            if result.records is None:
+                report.skipped.append((result.path, result.reason or "unknown"))
+            else:
+                chunks.append(result.records)
+                report.imported.append((result.path, len(result.records)))
+            report.notes.extend((result.path, note) for note in result.notes)
+    if chunks:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        write_hcpe(out, np.concatenate(chunks))
+    return report

@@ -1,0 +1,183 @@
+"""Position -> 100 input planes of 9x9, from the side to move's point of view.
+
+Square layout follows dlshogi: a plane is indexed `[file][rank]` with square `sq = file*9 + rank`
+(file 0 is file 1, rank 0 is rank a), so reshaping 81 values to 9x9 gives `[file][rank]`. When
+White is to move every square is rotated (`80 - sq`) and colours are swapped, so the network always
+sees the position as the player to move.
+
+| planes | meaning |
+|---|---|
+| 0-13 | side to move's pieces, one plane per piece type (P L N S B R G K +P +L +N +S +B +R) |
+| 14-27 | squares attacked by the side to move's pieces of each type (sliders stop at any piece) |
+| 28-30 | number of the side to move's attackers of the square, thermometer (>=1, >=2, >=3) |
+| 31-61 | the same 31 planes for the opponent (planes 0-61 are exactly dlshogi's features1) |
+| 62-68 | side to move's hand: pawns/18, lances/4, knights/4, silvers/4, golds/4, bishops/2, rooks/2 |
+| 69-75 | opponent's hand, same scaling |
+| 76 | side to move is in check |
+| 77-79 | this position occurred before (within the last 32 plies): >=1, >=2, >=3 times |
+| 80 | side to move is White (all ones), since sente and gote are not symmetric in value |
+| 81 | game progress: plies played / 512, capped at 1 (the max-moves draw draws near) |
+| 82 | side to move's king stands in the enemy camp (entering king, nyugyoku) |
+| 83 | side to move's pieces in the enemy camp, king excluded, /10 capped at 1 |
+| 84 | side to move's declaration points (5 per rook/bishop, 1 per other piece, in camp or hand) / target |
+| 85 | side to move can declare an entering-king win now (27-point rule) |
+| 86-88 | planes 82-84 for the opponent (89 is reserved: whether the opponent could declare is not asked) |
+| 89 | reserved, zero |
+| 90 | destination square of the last move (the opponent's) |
+| 91 | origin square of the last move (empty for drops) |
+| 92-99 | reserved, zero (kept so that the input shape stays 100 as features are added) |
+
+Planes 62-99 hold scalars broadcast over the board, except 90-91. Point targets are dlshogi's: 28
+for Black, 27 for White. `ENCODER_VERSION` is stored in every model file; a change in this table
+must bump it.
+"""
+
+from __future__ import annotations
+
+import cshogi
+import cshogi.dlshogi as dl
+import numpy as np
+
+NUM_PLANES = 100
+ENCODER_VERSION = 1
+
+PLANE_HAND_US = 62
+PLANE_HAND_THEM = 69
+PLANE_CHECK = 76
+PLANE_REPETITION = 77
+PLANE_WHITE = 80
+PLANE_PROGRESS = 81
+PLANE_NYUGYOKU_US = 82
+PLANE_NYUGYOKU_THEM = 86
+PLANE_LAST_TO = 90
+PLANE_LAST_FROM = 91
+
+REPETITION_LOOKBACK = 32
+PROGRESS_PLIES = 512.0
+
+_HAND_SCALE = np.array([18, 4, 4, 4, 4, 2, 2], dtype=np.float32)  # P L N S G B R (hand order)
+_DECLARE_TARGET = (28, 27)  # points Black / White need to declare
+
+# Per cshogi piece code (0..31): owner (0 black, 1 white, -1 none), declaration points, is king.
+_OWNER = np.full(32, -1, dtype=np.int8)
+_POINTS = np.zeros(32, dtype=np.int8)
+for _code in range(1, 15):
+    for _colour, _offset in ((0, 0), (1, 16)):
+        _OWNER[_code + _offset] = _colour
+        _POINTS[_code + _offset] = 0 if _code == cshogi.KING else (
+            5 if _code in (cshogi.BISHOP, cshogi.ROOK, cshogi.PROM_BISHOP, cshogi.PROM_ROOK) else 1)
+_HAND_POINTS = np.array([1, 1, 1, 1, 1, 5, 5], dtype=np.int32)
+
+# Enemy camp as a mask over squares sq = file*9 + rank: ranks a-c for Black, g-i for White.
+_RANK = np.arange(81) % 9
+_CAMP = (_RANK <= 2, _RANK >= 6)
+
+
+def _repetitions(board: cshogi.Board) -> int:
+    """How often the current position occurred earlier within the lookback window (0..3)."""
+    if board.is_draw(REPETITION_LOOKBACK) == cshogi.NOT_REPETITION:
+        return 0
+    key = board.zobrist_hash()
+    popped = []
+    count = 0
+    for _ in range(min(REPETITION_LOOKBACK, len(board.history))):
+        popped.append(board.pop())
+        if len(popped) % 2 == 0 and board.zobrist_hash() == key:
+            count += 1
+    for move in reversed(popped):
+        board.push(move)
+    return min(count, 3)
+
+
+def _nyugyoku_planes(out: np.ndarray, base: int, pieces: np.ndarray, hand: list[int],
+                     colour: int, king_sq: int) -> None:
+    camp = _CAMP[colour]
+    mine = _OWNER[pieces] == colour
+    in_camp = mine & camp
+    out[base] = 1.0 if camp[king_sq] else 0.0
+    out[base + 1] = min(int(in_camp.sum()) - int(camp[king_sq]), 10) / 10.0
+    points = int(_POINTS[pieces[in_camp]].sum()) + int(np.dot(_HAND_POINTS, hand))
+    out[base + 2] = min(points / _DECLARE_TARGET[colour], 1.0)
+
+
+def _check_buffer(out: np.ndarray, shape: tuple[int, ...]) -> None:
+    """cshogi writes raw float32s through the buffer's pointer: any other dtype, shape or layout
+    would be filled with garbage without an error (or written past its end, for a smaller dtype)."""
+    if not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == shape
+            and out.flags.c_contiguous and out.flags.writeable):
+        got = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        raise ValueError(f"encoder buffer must be a writeable C-contiguous float32 array of shape {shape}, "
+                         f"got {got}")
+
+
+class Encoder:
+    """Encodes positions into caller-owned buffers; keeps the scratch arrays cshogi needs.
+
+    One Encoder per thread: it is not re-entrant because of its scratch buffer.
+    """
+
+    def __init__(self) -> None:
+        self._f2 = np.empty((dl.FEATURES2_NUM, 9, 9), dtype=np.float32)
+
+    def encode_into(self, board: cshogi.Board, out: np.ndarray) -> None:
+        """Fill `out` (100, 9, 9) float32, C-contiguous, with the planes of `board`."""
+        _check_buffer(out, (NUM_PLANES, 9, 9))
+        self._encode(board, out)
+
+    def _encode(self, board: cshogi.Board, out: np.ndarray) -> None:
+        dl.make_input_features(board, out[:62], self._f2)
+        out[62:].fill(0.0)
+        us = board.turn
+        them = 1 - us
+        hands = board.pieces_in_hand
+        out[PLANE_HAND_US:PLANE_HAND_US + 7] = (np.asarray(hands[us], dtype=np.float32) / _HAND_SCALE)[:, None, None]
+        out[PLANE_HAND_THEM:PLANE_HAND_THEM + 7] = (
+            np.asarray(hands[them], dtype=np.float32) / _HAND_SCALE)[:, None, None]
+        out[PLANE_CHECK] = self._f2[56, 0, 0]
+        reps = _repetitions(board)
+        if reps:
+            out[PLANE_REPETITION:PLANE_REPETITION + reps] = 1.0
+        if us == cshogi.WHITE:
+            out[PLANE_WHITE] = 1.0
+        out[PLANE_PROGRESS] = min((board.move_number - 1) / PROGRESS_PLIES, 1.0)
+
+        pieces = np.asarray(board.pieces, dtype=np.int8)
+        scalars = np.zeros(8, dtype=np.float32)
+        _nyugyoku_planes(scalars, 0, pieces, hands[us], us, board.king_square(us))
+        scalars[3] = 1.0 if board.is_nyugyoku() else 0.0
+        _nyugyoku_planes(scalars, 4, pieces, hands[them], them, board.king_square(them))
+        out[PLANE_NYUGYOKU_US:PLANE_NYUGYOKU_US + 4] = scalars[:4, None, None]
+        out[PLANE_NYUGYOKU_THEM:PLANE_NYUGYOKU_THEM + 3] = scalars[4:7, None, None]
+
+        last = board.peek()
+        if last:
+            flat_to = out[PLANE_LAST_TO].reshape(81)
+            to_sq = cshogi.move_to(last)
+            flat_to[80 - to_sq if us == cshogi.WHITE else to_sq] = 1.0
+            if not cshogi.move_is_drop(last):
+                from_sq = cshogi.move_from(last)
+                out[PLANE_LAST_FROM].reshape(81)[80 - from_sq if us == cshogi.WHITE else from_sq] = 1.0
+
+    def encode_batch(self, boards: list[cshogi.Board], out: np.ndarray) -> np.ndarray:
+        """Encode `boards` into the first len(boards) rows of `out` (B, 100, 9, 9); returns that view."""
+        if len(boards) > out.shape[0]:
+            raise ValueError(f"{len(boards)} boards do not fit a buffer of {out.shape[0]}")
+        _check_buffer(out, (out.shape[0], NUM_PLANES, 9, 9))
+        for i, board in enumerate(boards):
+            self._encode(board, out[i])
+        return out[: len(boards)]
+
+
+def new_batch_buffer(size: int) -> np.ndarray:
+    """A zeroed float32 (size, 100, 9, 9) buffer for `Encoder.encode_batch`."""
+    return np.zeros((size, NUM_PLANES, 9, 9), dtype=np.float32)
+
+
+_DEFAULT_ENCODER = Encoder()
+
+
+def encode_position(board: cshogi.Board) -> np.ndarray:
+    """The (100, 9, 9) float32 planes of `board` (a new array). See the module table."""
+    out = np.empty((NUM_PLANES, 9, 9), dtype=np.float32)
+    _DEFAULT_ENCODER.encode_into(board, out)
+    return out

@@ -1,0 +1,35 @@
+"""Python API: `Engine.load(path).best_move(sfen, playouts=800)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dlzero.config import Config, load_config
+from dlzero.engine.player import Analysis, Player
+from dlzero.engine.timeman import Limits
+from dlzero.inference import Evaluator, load_model
+from dlzero.position import parse_position
+
+
+class Engine:
+    """A loaded model plus a Player; positions are SFEN strings or `startpos moves ...`."""
+
+    def __init__(self, evaluator: Evaluator, cfg: Config | None = None) -> None:
+        self.cfg = cfg or Config()
+        self.player = Player(evaluator, self.cfg)
+
+    @classmethod
+    def load(cls, path: str | Path, config: str | Path | Config | None = None,
+             overrides: list[str] | tuple[str, ...] = ()) -> Engine:
+        """Load a `.pt` or `.onnx` model; `config` is a YAML path or a Config (default: built-in)."""
+        cfg = config if isinstance(config, Config) else load_config(config, overrides)
+        return cls(load_model(path, cfg.inference), cfg)
+
+    def analyze(self, position: str, playouts: int = 800, limits: Limits | None = None) -> Analysis:
+        """Search `position` and return the full analysis (best move, PV, win rate, visits)."""
+        self.player.set_position(parse_position(position))
+        return self.player.think(limits or Limits(playouts=playouts))
+
+    def best_move(self, position: str, playouts: int = 800) -> str:
+        """The move to play as a USI string (`resign` or `win` when that is the answer)."""
+        return self.analyze(position, playouts).bestmove

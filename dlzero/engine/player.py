@@ -1,0 +1,216 @@
+"""The Player: a position and limits in, the best move and its analysis out.
+
+It owns one search tree, reuses the subtree of the moves played since the last call, checks the
+root for a declaration win or a short mate before searching, manages time, and reports progress
+through a callback (the USI loop turns those into `info` lines).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import cshogi
+
+from dlzero.config import Config
+from dlzero.engine.timeman import Limits, allocate, can_stop_early, is_critical
+from dlzero.inference.base import Evaluator
+from dlzero.search import (
+    MoveStat,
+    Search,
+    Tree,
+    find_mate,
+    mate_distance,
+    move_stats,
+    principal_variation,
+    root_winrate,
+    winrate_to_cp,
+)
+
+
+@dataclass
+class Analysis:
+    """What a search found. `bestmove` is a USI move, `resign` or `win` (declaration)."""
+
+    bestmove: str
+    ponder: str | None = None
+    pv: list[str] = field(default_factory=list)
+    winrate: float = 0.5
+    score_cp: int = 0
+    mate: int | None = None       # plies to mate: > 0 we mate, < 0 we are mated
+    moves: list[MoveStat] = field(default_factory=list)
+    nodes: int = 0
+    playouts: int = 0
+    time_ms: int = 0
+    nps: float = 0.0
+
+    def to_dict(self, multipv: int | None = None) -> dict:
+        """Plain data for JSON output."""
+        top = self.moves if multipv is None else self.moves[:multipv]
+        return {
+            "bestmove": self.bestmove, "ponder": self.ponder, "pv": self.pv,
+            "winrate": round(self.winrate, 4), "score_cp": self.score_cp, "mate": self.mate,
+            "nodes": self.nodes, "playouts": self.playouts, "time_ms": self.time_ms, "nps": round(self.nps, 1),
+            "moves": [{"move": m.usi, "visits": m.visits, "winrate": round(m.winrate, 4),
+                       "prior": round(m.prior, 4)} for m in top],
+        }
+
+
+class Player:
+    """Search-backed move choice for one game at a time (USI, CLI, Python API)."""
+
+    def __init__(self, evaluator: Evaluator, cfg: Config) -> None:
+        self.evaluator = evaluator
+        self.cfg = cfg
+        self.search = Search(evaluator, cfg.search)
+        self.tree: Tree | None = None
+        self._start_sfen: str | None = None
+        self._moves: list[int] = []
+        self._ponder_start: float | None = None
+        self.resign_threshold = cfg.usi.resign_threshold
+
+    # -- position and tree reuse ----------------------------------------------------------------
+    def set_position(self, board: cshogi.Board) -> None:
+        """Search from `board` next; keep the subtree if it follows the previous position."""
+        moves = list(board.history)
+        start_sfen = start_position(board)
+        reusable = (self.tree is not None and self.cfg.search.reuse_tree and start_sfen == self._start_sfen
+                    and moves[: len(self._moves)] == self._moves)
+        if reusable:
+            for move in moves[len(self._moves):]:
+                self.tree.advance(move)
+        else:
+            self.tree = Tree(_copy_board(board))
+        self._start_sfen, self._moves = start_sfen, moves
+        self._ponder_start = None  # a ponderhit belongs to the search of one position
+
+    def new_game(self) -> None:
+        self.tree = None
+        self._start_sfen, self._moves = None, []
+
+    # -- thinking -------------------------------------------------------------------------------
+    def think(self, limits: Limits, stop: threading.Event | None = None,
+              on_info: Callable[[Analysis], None] | None = None, info_interval_ms: int = 500) -> Analysis:
+        """Search the current position within `limits`; `stop` ends the search early."""
+        if self.tree is None:
+            raise RuntimeError("think() before set_position()")
+        tree = self.tree
+        board = tree.board
+        start = time.perf_counter()
+        settled = root_checks(board, self.cfg.search.root_mate_depth)
+        if settled is not None:
+            return settled
+        clock = Limits(**{**vars(limits), "ponder": False})
+        budget = allocate(clock, board.turn, board.move_number, self.cfg.usi.byoyomi_margin_ms,
+                          self.cfg.usi.time_margin_ms)
+        playouts = limits.playouts or self.cfg.usi.playouts
+        if not playouts:
+            playouts = 1 << 30 if (budget.hard_ms or limits.infinite or limits.ponder) else 800
+        state = {"extended": False, "last_info": start, "pondering": limits.ponder}
+        clock_start = [start]
+
+        def elapsed_ms() -> float:
+            return (time.perf_counter() - clock_start[0]) * 1000.0
+
+        def should_stop() -> bool:
+            if stop is not None and stop.is_set():
+                return True
+            if self._ponder_start is not None:  # ponderhit: the clock starts now
+                clock_start[0] = self._ponder_start
+                self._ponder_start = None
+                state["pondering"] = False
+            now_ms = elapsed_ms()
+            if on_info and (time.perf_counter() - state["last_info"]) * 1000.0 >= info_interval_ms:
+                state["last_info"] = time.perf_counter()
+                on_info(self._analysis(start))
+            if self.tree.nodes >= self.cfg.search.node_limit:
+                return True
+            if state["pondering"] or budget.hard_ms is None:
+                return False
+            if now_ms >= budget.hard_ms:
+                return True
+            return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
+
+        self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.batch_size, should_stop=should_stop)
+        while limits.infinite and stop is not None and not stop.is_set():
+            stop.wait(0.01)  # `go infinite` must not answer before `stop`
+        result = self._analysis(start)
+        if on_info:
+            on_info(result)
+        return self._maybe_resign(result)
+
+    def ponderhit(self) -> None:
+        """The opponent played the pondered move: time management starts counting now."""
+        self._ponder_start = time.perf_counter()
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _time_says_stop(self, now_ms: float, target: float, hard: float, state: dict) -> bool:
+        root = self.tree.root
+        if not root.expanded or len(root.moves) < 2:
+            return now_ms >= target
+        order = root.n.argsort()
+        best, second = order[-1], order[-2]
+        rate = self.tree.playouts / max(now_ms, 1.0)
+        limit = hard if state["extended"] else target
+        if now_ms >= 0.1 * target and can_stop_early(root.n[best], root.n[second], rate, limit - now_ms):
+            return True
+        if now_ms >= target:
+            q = lambda i: root.w[i] / root.n[i] if root.n[i] > 0 else 0.0  # noqa: E731
+            if not state["extended"] and is_critical(root.n[best], root.n[second], q(best), q(second)) \
+                    and 2 * target < hard:
+                state["extended"] = True
+                return False
+            return not state["extended"] or now_ms >= min(2 * target, hard)
+        return False
+
+    def _analysis(self, start: float) -> Analysis:
+        tree = self.tree
+        elapsed = time.perf_counter() - start
+        stats = move_stats(tree)
+        pv = [cshogi.move_to_usi(m) for m in principal_variation(tree)]
+        if not stats:
+            return Analysis(bestmove="resign", nodes=tree.nodes)
+        winrate = root_winrate(tree)
+        best = pv[0] if pv else stats[0].usi
+        return Analysis(
+            bestmove=best, ponder=pv[1] if len(pv) > 1 else None, pv=pv or [best], winrate=winrate,
+            score_cp=winrate_to_cp(winrate), mate=mate_distance(tree), moves=stats, nodes=tree.nodes,
+            playouts=tree.playouts, time_ms=int(elapsed * 1000), nps=tree.playouts / max(elapsed, 1e-6))
+
+    def _maybe_resign(self, result: Analysis) -> Analysis:
+        if result.bestmove not in ("resign", "win") and result.mate is None \
+                and result.winrate < self.resign_threshold:
+            result.bestmove, result.ponder = "resign", None
+        return result
+
+
+def root_checks(board: cshogi.Board, mate_depth: int) -> Analysis | None:
+    """The answer when the rules settle the root: no legal move, a declaration win, a short mate.
+
+    Shared by the Player and the analysis engine, so both answer these positions the same way.
+    """
+    if not any(True for _ in board.legal_moves):
+        return Analysis(bestmove="resign", winrate=0.0, score_cp=-30000)
+    if board.is_nyugyoku():
+        return Analysis(bestmove="win", winrate=1.0, score_cp=30000)
+    for d in range(1, mate_depth + 1, 2):
+        move = find_mate(board, d)
+        if move:
+            usi = cshogi.move_to_usi(move)
+            return Analysis(bestmove=usi, pv=[usi], winrate=1.0, score_cp=30000, mate=d)
+    return None
+
+
+def start_position(board: cshogi.Board) -> str:
+    """SFEN of the position `board`'s history starts from."""
+    first = board.copy()
+    for _ in range(len(board.history)):
+        first.pop()
+    return first.sfen()
+
+
+def _copy_board(board: cshogi.Board) -> cshogi.Board:
+    """A board with the same start position and history (cshogi's copy keeps both)."""
+    return board.copy()

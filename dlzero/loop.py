@@ -1,0 +1,76 @@
+"""The learning loop: self-play -> train -> gate -> promote, generation after generation.
+
+Progress is kept in `runs/NAME/loop.json` (written atomically after each phase), so Ctrl-C or a
+crash at any point and the same command again continues where it stopped: a finished phase is
+never redone, the trainer resumes from its checkpoint, and self-play only tops up the games the
+current iteration still lacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from dlzero.config import Config
+from dlzero.rundir import RunDir
+
+log = logging.getLogger("dlzero.loop")
+
+PHASES = ("selfplay", "train", "gate")
+
+
+@dataclass
+class LoopState:
+    """Where the loop stands: iteration number, next phase, and what the iteration produced."""
+
+    iteration: int = 0
+    phase: str = "selfplay"
+    games_done: int = 0
+    candidate: int | None = None
+
+    @classmethod
+    def load(cls, rd: RunDir) -> LoopState:
+        data = rd.read_json("loop.json", {}) or {}
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def save(self, rd: RunDir) -> None:
+        rd.write_json("loop.json", vars(self))
+
+
+def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
+    """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
+    from selfplay.plots import plot_progress
+    from selfplay.promotion import gate_and_promote
+    from selfplay.worker import ensure_best_model, run_selfplay
+    from train.generation import train_generation
+
+    ensure_best_model(rd, cfg, cfg.train.seed)
+    state = LoopState.load(rd)
+    stop_at = state.iteration + generations
+    while state.iteration < stop_at:
+        t0 = time.perf_counter()
+        best = rd.best()
+        if state.phase == "selfplay":
+            wanted = cfg.selfplay.games_per_generation - state.games_done
+            if wanted > 0:
+                summary = run_selfplay(rd, cfg, wanted, cfg.selfplay.workers, progress=progress)
+                state.games_done += summary.games
+            state.phase = "train"
+            state.save(rd)
+        if state.phase == "train":
+            result = train_generation(rd, cfg, progress=progress)
+            state.candidate = result.generation
+            state.phase = "gate"
+            state.save(rd)
+        if state.phase == "gate":
+            gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False)
+            plot_progress(rd)
+            minutes = (time.perf_counter() - t0) / 60.0
+            verdict = "promoted" if gate.promoted else "kept best"
+            print(f"[iteration {state.iteration}] candidate gen {state.candidate} vs best gen "
+                  f"{best.generation}: {gate.wins}-{gate.draws}-{gate.losses}, score {gate.score:.3f}, "
+                  f"Elo {gate.elo:+.0f} [{gate.elo_low:+.0f}, {gate.elo_high:+.0f}] -> {verdict} "
+                  f"({minutes:.1f} min)", flush=True)
+            state = LoopState(iteration=state.iteration + 1)
+            state.save(rd)

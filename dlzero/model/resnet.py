@@ -1,0 +1,64 @@
+"""The policy-value ResNet.
+
+stem: 3x3 conv (100 -> C) + BN + ReLU
+tower: `blocks` x [3x3 conv + BN + ReLU + 3x3 conv + BN, add the input, ReLU] (post-activation)
+policy head: 1x1 conv C -> C + BN + ReLU, 1x1 conv C -> 27, flattened channel-major to 2187
+             logits, plus one learned bias per logit (dlshogi's layout: index = class*81 + square)
+value head: 1x1 conv C -> value_channels + BN + ReLU, FC -> value_fc, ReLU, FC -> 1, tanh
+
+Convolutions feeding a BN carry no bias (the BN's shift does that job).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from dlzero.config import ModelConfig
+from dlzero.encoding import NUM_LABELS, NUM_PLANES
+
+
+def _conv_bn(cin: int, cout: int, k: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, k, padding=k // 2, bias=False), nn.BatchNorm2d(cout))
+
+
+class ResidualBlock(nn.Module):
+    """conv-BN-ReLU-conv-BN plus the skip, then ReLU."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.a = _conv_bn(channels, channels, 3)
+        self.b = _conv_bn(channels, channels, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.b(torch.relu(self.a(x))))
+
+
+class PolicyValueNet(nn.Module):
+    """planes (B, 100, 9, 9) -> (policy logits (B, 2187), value (B,) in [-1, 1] for the side to move)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        c = cfg.channels
+        self.cfg = cfg
+        self.stem = _conv_bn(NUM_PLANES, c, 3)
+        self.tower = nn.Sequential(*[ResidualBlock(c) for _ in range(cfg.blocks)])
+        self.policy_conv = _conv_bn(c, c, 1)
+        self.policy_out = nn.Conv2d(c, NUM_LABELS // 81, 1, bias=False)
+        self.policy_bias = nn.Parameter(torch.zeros(NUM_LABELS))
+        self.value_conv = _conv_bn(c, cfg.value_channels, 1)
+        self.value_fc1 = nn.Linear(cfg.value_channels * 81, cfg.value_fc)
+        self.value_fc2 = nn.Linear(cfg.value_fc, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.tower(torch.relu(self.stem(x)))
+        p = self.policy_out(torch.relu(self.policy_conv(h)))
+        policy = p.flatten(1) + self.policy_bias
+        v = torch.relu(self.value_conv(h)).flatten(1)
+        value = torch.tanh(self.value_fc2(torch.relu(self.value_fc1(v)))).squeeze(1)
+        return policy, value
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,173 @@
+"""The run directory: the only place where roles (self-play, training, gating) meet.
+
+```
+runs/NAME/run.json          format version, created, dlzero version
+runs/NAME/config.yaml       resolved config
+runs/NAME/models/           gen-0000.pt ...; best.json names the current best (written atomically)
+runs/NAME/onnx/             exported models
+runs/NAME/data/gen-XXXX/    hcpe3 shards from self-play with that generation's model
+runs/NAME/train/            trainer checkpoints (resume state)
+runs/NAME/games/            CSA records of arena games
+runs/NAME/metrics/          TensorBoard events, metrics.csv, ratings.csv, plots
+```
+
+Every write here is atomic, so any process may be killed at any moment and the folder stays
+consistent; roles can run in one process, many processes, or on many machines sharing it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlzero.config import Config, config_from_dict, dump_config, read_yaml
+from dlzero.data.atomic import atomic_write_text
+from dlzero.errors import RunDirError
+
+RUN_FORMAT_VERSION = 1
+_GEN_RE = re.compile(r"gen-(\d{4,})\.pt$")
+
+
+@dataclass
+class BestInfo:
+    """What best.json says: the generation now used by self-play, and how it got there."""
+
+    generation: int
+    model: str  # path relative to the run root
+    promoted_at: str
+    reason: str = ""
+
+
+class RunDir:
+    """Paths and atomic bookkeeping of one training run."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.models_dir = self.root / "models"
+        self.onnx_dir = self.root / "onnx"
+        self.data_dir = self.root / "data"
+        self.train_dir = self.root / "train"
+        self.games_dir = self.root / "games"
+        self.metrics_dir = self.root / "metrics"
+        self.config_path = self.root / "config.yaml"
+        self.best_path = self.models_dir / "best.json"
+        self.info_path = self.root / "run.json"
+
+    # -- creation and opening -------------------------------------------------------------------
+    @classmethod
+    def create(cls, root: str | Path, cfg: Config) -> RunDir:
+        """Make a new run (folders, config.yaml, run.json). An existing run is opened instead."""
+        rd = cls(root)
+        if rd.info_path.exists():
+            return cls.open(root)
+        for d in (rd.models_dir, rd.onnx_dir, rd.data_dir, rd.train_dir, rd.games_dir, rd.metrics_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(rd.config_path, dump_config(cfg))
+        info = {"format_version": RUN_FORMAT_VERSION,
+                "created": _now(),
+                "dlzero_version": _version()}
+        atomic_write_text(rd.info_path, json.dumps(info, indent=2) + "\n")
+        return rd
+
+    @classmethod
+    def open(cls, root: str | Path) -> RunDir:
+        """Open an existing run; refuses one written by a newer dlzero (nothing is touched)."""
+        rd = cls(root)
+        if not rd.info_path.is_file():
+            raise RunDirError(f"'{rd.root}' is not a dlzero run directory (no run.json); "
+                              "start one with `dlzero selfplay --run` or `dlzero loop --run`")
+        try:
+            info = json.loads(rd.info_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RunDirError(f"{rd.info_path}: unreadable ({exc})") from None
+        version = info.get("format_version")
+        if not isinstance(version, int) or version > RUN_FORMAT_VERSION:
+            raise RunDirError(
+                f"{rd.root} was written by a newer dlzero (run format {version}, this one reads up to "
+                f"{RUN_FORMAT_VERSION}); upgrade dlzero. Nothing was changed.")
+        for d in (rd.models_dir, rd.onnx_dir, rd.data_dir, rd.train_dir, rd.games_dir, rd.metrics_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return rd
+
+    def config(self) -> Config:
+        """The run's stored config."""
+        return config_from_dict(read_yaml(self.config_path))
+
+    def save_config(self, cfg: Config) -> None:
+        """Replace the stored config (e.g. after CLI overrides), atomically."""
+        atomic_write_text(self.config_path, dump_config(cfg))
+
+    # -- models ---------------------------------------------------------------------------------
+    def model_path(self, generation: int) -> Path:
+        return self.models_dir / f"gen-{generation:04d}.pt"
+
+    def onnx_path(self, generation: int) -> Path:
+        return self.onnx_dir / f"gen-{generation:04d}.onnx"
+
+    def generations(self) -> list[int]:
+        """Generations that have a model file, ascending."""
+        return sorted(int(m.group(1)) for p in self.models_dir.glob("gen-*.pt") if (m := _GEN_RE.search(p.name)))
+
+    def latest_generation(self) -> int | None:
+        gens = self.generations()
+        return gens[-1] if gens else None
+
+    def best(self) -> BestInfo | None:
+        """The current best model per best.json, or None when no model was promoted yet."""
+        if not self.best_path.is_file():
+            return None
+        try:
+            data = json.loads(self.best_path.read_text())
+            return BestInfo(**data)
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            raise RunDirError(f"{self.best_path}: unreadable ({exc})") from None
+
+    def best_model_path(self) -> Path:
+        best = self.best()
+        if best is None:
+            raise RunDirError(f"{self.root}: no best model yet (models/best.json is missing)")
+        return self.root / best.model
+
+    def set_best(self, generation: int, reason: str = "") -> BestInfo:
+        """Point best.json at `generation` (atomic: a crash leaves the old best)."""
+        path = self.model_path(generation)
+        if not path.is_file():
+            raise RunDirError(f"cannot promote generation {generation}: {path} does not exist")
+        info = BestInfo(generation=generation, model=str(path.relative_to(self.root)),
+                        promoted_at=_now(), reason=reason)
+        atomic_write_text(self.best_path, json.dumps(vars(info), indent=2) + "\n")
+        return info
+
+    # -- data -----------------------------------------------------------------------------------
+    def data_dir_for(self, generation: int) -> Path:
+        d = self.data_dir / f"gen-{generation:04d}"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def shards(self) -> list[Path]:
+        """Every complete hcpe3 shard of the run, newest first (temp files are never listed)."""
+        shards = [p for p in self.data_dir.glob("gen-*/*.hcpe3") if not p.name.startswith(".")]
+        return sorted(shards, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+
+    def read_json(self, name: str, default: Any = None) -> Any:
+        path = self.root / name
+        if not path.is_file():
+            return default
+        return json.loads(path.read_text())
+
+    def write_json(self, name: str, data: Any) -> None:
+        atomic_write_text(self.root / name, json.dumps(data, indent=2) + "\n")
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _version() -> str:
+    from dlzero import __version__
+
+    return __version__

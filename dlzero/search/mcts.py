@@ -1,0 +1,332 @@
+"""Batched PUCT search over many trees at once.
+
+Each step collects leaves from every active tree (several per tree, kept apart by virtual loss),
+encodes them into one preallocated buffer, makes **one** Evaluator call for all of them, then
+expands and backs up. A single tree with `leaves_per_tree = 64` and 64 games with one leaf each
+both give the network batches of 64; self-play uses the second, the USI engine the first.
+
+Selection (dlshogi's PUCT): score = Q + c(N) * P * sqrt(N) / (1 + n), with
+c(N) = c_init + ln((N + c_base + 1) / c_base), and for unvisited moves
+Q = max(0, Q_parent - fpu_reduction * sqrt(sum of priors of visited moves)).
+Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import cshogi
+import numpy as np
+
+from dlzero.config import SearchConfig
+from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
+from dlzero.inference.base import Evaluator
+from dlzero.search.node import Node
+from dlzero.search.rules import leaf_result
+
+
+@dataclass
+class Tree:
+    """One search: a root position (with its game history) and the tree grown below it.
+
+    `board` is owned by the tree: the search pushes and pops moves on it, and leaves it at the
+    root position between steps.
+    """
+
+    board: cshogi.Board
+    root: Node = field(default_factory=Node)
+    noise: bool = False          # add Dirichlet noise to the root priors (self-play)
+    playouts: int = 0            # playouts completed in the current `run`
+    target: int = 0              # playouts wanted in the current `run`
+    collisions: int = 0
+    inflight: int = 0            # leaves of this tree in a batch being evaluated
+    nodes: int = 1
+    noised: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.playouts >= self.target
+
+    def advance(self, move: int, reuse: bool = True) -> None:
+        """Play `move` at the root; with `reuse`, the subtree below it becomes the new tree.
+
+        The new root forgets any proven result it had as a leaf (a leaf proof, such as a mate
+        found there, is re-derived by the root checks) and gets fresh root noise if asked.
+        """
+        i = self.root.child_index(move)
+        child = self.root.children[i] if reuse and i >= 0 else None
+        self.board.push(move)
+        self.root = child if child is not None and child.expanded else Node()
+        self.root.terminal = None
+        self.noised = False
+        self.nodes = self.root.count_nodes()
+
+
+@dataclass
+class _Leaf:
+    tree: Tree
+    path: list[tuple[Node, int]]
+    node: Node
+    moves: np.ndarray
+    labels: np.ndarray
+    key: int
+
+
+class _Done:
+    """An already computed result with the `Future.result()` interface."""
+
+    def __init__(self, value: tuple[np.ndarray, np.ndarray]) -> None:
+        self.value = value
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.value
+
+
+@dataclass
+class SearchStats:
+    """Counters for benchmarks and `info` lines."""
+
+    playouts: int = 0
+    evaluations: int = 0
+    batches: int = 0
+    eval_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+
+def softmax_priors(logits: np.ndarray, labels: np.ndarray, temperature: float) -> np.ndarray:
+    """Priors of the legal moves: softmax of their policy logits divided by the temperature."""
+    x = logits[labels].astype(np.float64) / temperature
+    x -= x.max()
+    np.exp(x, out=x)
+    x /= x.sum()
+    return x.astype(np.float32)
+
+
+class Search:
+    """PUCT search driver: owns the encoder, the batch buffer and the evaluation cache."""
+
+    def __init__(self, evaluator: Evaluator, cfg: SearchConfig, rng: np.random.Generator | None = None) -> None:
+        self.evaluator = evaluator
+        self.cfg = cfg
+        self.rng = rng or np.random.default_rng()
+        self.encoder = Encoder()
+        self.buffers = [new_batch_buffer(max(cfg.batch_size, 1)) for _ in range(2)]  # two for pipelining
+        self.stats = SearchStats()
+        self.cache: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
+        self._pool: ThreadPoolExecutor | None = None
+        self._buffer = self.buffers[0]
+
+    # -- public ---------------------------------------------------------------------------------
+    def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
+            should_stop: Callable[[], bool] | None = None, on_step: Callable[[], None] | None = None) -> None:
+        """Search every tree until it has done its playouts (or `should_stop()` says so).
+
+        `leaves_per_tree` defaults to the config's batch size divided among the trees (at least 1).
+        With `pipeline` on, the network evaluates one batch in a helper thread while this thread
+        collects the next, so tree work hides behind inference (leaves of the batch in flight
+        count as collisions until it returns).
+        """
+        targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
+        for tree, target in zip(trees, targets, strict=True):
+            tree.playouts, tree.target, tree.collisions, tree.inflight = 0, target, 0, 0
+        per_tree = leaves_per_tree or max(1, self.cfg.batch_size // max(1, len(trees)))
+        capacity = len(trees) * per_tree
+        if self.buffers[0].shape[0] < capacity:
+            self.buffers = [new_batch_buffer(capacity) for _ in range(2)]
+        # a handoff per batch costs ~0.1 ms: worth it only when batches carry several leaves
+        pipelined = self.cfg.pipeline and self.evaluator.backend != "null" and capacity >= 4
+        buffers = self.buffers
+        start = time.perf_counter()
+        active = [t for t in trees if not t.done]
+        in_flight: tuple[Future, list[_Leaf], float] | None = None
+        slot = 0
+        while active or in_flight:
+            leaves = self._collect(active, per_tree, buffers[slot]) if active else []
+            if in_flight:
+                self._finish(*in_flight)
+                in_flight = None
+            if leaves:
+                batch = buffers[slot][: len(leaves)]
+                t0 = time.perf_counter()
+                if pipelined:
+                    in_flight = (self._executor().submit(self.evaluator.evaluate, batch), leaves, t0)
+                    slot ^= 1
+                else:
+                    self._finish(_Done(self.evaluator.evaluate(batch)), leaves, t0)
+            if on_step:
+                on_step()
+            if should_stop and should_stop():
+                active = []
+                continue
+            active = [t for t in active if not t.done and t.nodes < self.cfg.node_limit]
+        self.stats.total_seconds += time.perf_counter() - start
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlzero-eval")
+        return self._pool
+
+    # -- one batch ------------------------------------------------------------------------------
+    def _collect(self, trees: Sequence[Tree], per_tree: int, buffer: np.ndarray) -> list[_Leaf]:
+        """Descend each tree up to `per_tree` times; new leaves are encoded into `buffer`."""
+        leaves: list[_Leaf] = []
+        self._buffer = buffer
+        for tree in trees:
+            want = min(per_tree, tree.target - tree.playouts - tree.inflight)
+            misses = 0
+            while want > 0 and misses <= want:
+                outcome = self._descend(tree, leaves)
+                if outcome is None:
+                    misses += 1
+                    tree.collisions += 1
+                else:
+                    want -= 1
+        for leaf in leaves:
+            leaf.tree.inflight += 1
+        return leaves
+
+    def _descend(self, tree: Tree, leaves: list[_Leaf]) -> bool | None:
+        """One playout from the root. True: queued or finished; None: collided with a pending leaf."""
+        cfg = self.cfg
+        board = tree.board
+        node = tree.root
+        path: list[tuple[Node, int]] = []
+        vl = cfg.virtual_loss
+        while True:
+            if node.terminal is not None:
+                self._backup(tree, path, node, node.terminal)
+                break
+            if not node.expanded:
+                if node.pending:
+                    self._undo_virtual_loss(path)
+                    self._unwind(board, path)
+                    return None
+                queued = self._reach_leaf(tree, board, node, path, leaves)
+                if not queued:
+                    self._backup(tree, path, node, node.terminal)
+                break
+            i = self._select(node, node is tree.root)
+            if node.n[i] == 0:
+                node.visited_prior += float(node.prior[i])
+            node.n[i] += vl
+            node.visits += vl
+            path.append((node, i))
+            child = node.children[i]
+            if child is None:
+                child = node.children[i] = Node()
+                tree.nodes += 1
+            board.push(int(node.moves[i]))
+            node = child
+        self._unwind(board, path)
+        return True
+
+    def _reach_leaf(self, tree: Tree, board: cshogi.Board, node: Node, path: list[tuple[Node, int]],
+                    leaves: list[_Leaf]) -> bool:
+        """First visit of a node: settle it by the rules, from the cache, or queue it for the network."""
+        moves, labels = legal_moves_and_labels(board)
+        result = leaf_result(board, self.cfg, len(moves)) if path else (0.0 if len(moves) == 0 else None)
+        if result is not None:
+            node.terminal = result
+            if result == 0.0 and len(path) > 1:
+                path[-1][0].terminal = 1.0  # the mover has a winning move: its node is proven won
+            return False
+        key = board.zobrist_hash()
+        cached = self.cache.get(key) if self.cfg.nn_cache_size else None
+        if cached is not None:
+            self.cache.move_to_end(key)
+            prior, value = cached
+            self._expand(tree, node, moves, labels, prior)
+            node.nn_value = value
+            self._backup(tree, path, node, value)
+            return True
+        node.pending = True
+        self.encoder.encode_into(board, self._buffer[len(leaves)])
+        leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
+        return True
+
+    def _finish(self, result: Future | _Done, leaves: list[_Leaf], t0: float) -> None:
+        """Wait for a batch's network output, then expand its leaves and back up their values."""
+        logits, values = result.result()
+        self.stats.eval_seconds += time.perf_counter() - t0
+        self.stats.evaluations += len(leaves)
+        self.stats.batches += 1
+        temperature = self.cfg.softmax_temperature
+        for j, leaf in enumerate(leaves):
+            prior = softmax_priors(logits[j], leaf.labels, temperature)
+            value = (float(values[j]) + 1.0) * 0.5
+            node = leaf.node
+            node.pending = False
+            leaf.tree.inflight -= 1
+            self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
+            node.nn_value = value
+            if self.cfg.nn_cache_size:
+                self.cache[leaf.key] = (prior, value)
+                if len(self.cache) > self.cfg.nn_cache_size:
+                    self.cache.popitem(last=False)
+            self._backup(leaf.tree, leaf.path, node, value)
+
+    def close(self) -> None:
+        """Stop the helper thread (a Search is reusable until closed)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _expand(self, tree: Tree, node: Node, moves: np.ndarray, labels: np.ndarray, prior: np.ndarray) -> None:
+        node.expand(moves, labels, prior)
+        if node is tree.root:
+            self.add_root_noise(tree)
+
+    def add_root_noise(self, tree: Tree) -> None:
+        """Mix Dirichlet noise into the root priors once per search (only if the tree asks for it)."""
+        root = tree.root
+        if not tree.noise or tree.noised or not root.expanded or len(root.moves) < 2:
+            return
+        noise = self.rng.dirichlet([self.cfg.dirichlet_alpha] * len(root.moves))
+        eps = self.cfg.dirichlet_epsilon
+        root.prior = ((1.0 - eps) * root.prior + eps * noise).astype(np.float32)
+        tree.noised = True
+
+    # -- selection and backup -------------------------------------------------------------------
+    def _select(self, node: Node, is_root: bool) -> int:
+        cfg = self.cfg
+        c_init, c_base, fpu_red = ((cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root) if is_root
+                                   else (cfg.c_init, cfg.c_base, cfg.fpu_reduction))
+        total = node.visits
+        c = c_init + math.log((total + c_base + 1.0) / c_base)
+        sqrt_total = math.sqrt(total) if total > 0 else 1.0
+        parent_q = node.value_sum / total if total > 0 else 0.5
+        fpu = max(0.0, parent_q - fpu_red * math.sqrt(node.visited_prior))
+        n = node.n
+        q = np.divide(node.w, n, out=np.full(n.shape, fpu), where=n > 0)
+        q += (c * sqrt_total) * node.prior / (1.0 + n)
+        return int(q.argmax())
+
+    def _backup(self, tree: Tree, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
+        """Add `value` (win rate for the leaf's side to move) up the path, removing virtual loss."""
+        leaf.visits += 1.0
+        leaf.value_sum += value
+        correction = 1.0 - self.cfg.virtual_loss
+        for node, i in reversed(path):
+            value = 1.0 - value
+            node.n[i] += correction
+            node.w[i] += value
+            node.visits += correction
+            node.value_sum += value
+        tree.playouts += 1
+        self.stats.playouts += 1
+
+    def _undo_virtual_loss(self, path: list[tuple[Node, int]]) -> None:
+        vl = self.cfg.virtual_loss
+        for node, i in path:
+            node.n[i] -= vl
+            node.visits -= vl
+
+    @staticmethod
+    def _unwind(board: cshogi.Board, path: list[tuple[Node, int]]) -> None:
+        for _ in path:
+            board.pop()

@@ -1,0 +1,122 @@
+"""Reading a searched tree: move statistics, best move, principal variation, scores.
+
+Conventions: win rates are for the side to move at the root; centipawns follow dlshogi,
+cp = 756 * ln(p / (1 - p)), clipped to +-30000, which is also what proven results show.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cshogi
+import numpy as np
+
+from dlzero.search.mcts import Tree
+from dlzero.search.node import Node
+
+EVAL_COEF = 756.0
+MAX_CP = 30000
+
+
+def winrate_to_cp(p: float) -> int:
+    """dlshogi's score: 756 * logit(p), clipped to +-30000."""
+    if p >= 1.0:
+        return MAX_CP
+    if p <= 0.0:
+        return -MAX_CP
+    return int(max(-MAX_CP, min(MAX_CP, round(EVAL_COEF * math.log(p / (1.0 - p))))))
+
+
+def cp_to_winrate(cp: float) -> float:
+    """Inverse of `winrate_to_cp` (used to read evals stored in hcpe/hcpe3 files)."""
+    return 1.0 / (1.0 + math.exp(-cp / EVAL_COEF))
+
+
+@dataclass
+class MoveStat:
+    """One root move after search."""
+
+    move: int
+    usi: str
+    visits: int
+    winrate: float   # Q for the side to move at the root; the prior's value-free guess if unvisited
+    prior: float
+    proven: float | None  # 1.0 proven win for us, 0.0 proven loss, None unknown
+
+
+def _child_proof(node: Node, i: int) -> float | None:
+    child = node.children[i]
+    if child is None or child.terminal is None:
+        return None
+    return 1.0 - child.terminal
+
+
+def move_stats(tree: Tree) -> list[MoveStat]:
+    """Root moves sorted best first: proven wins, then visits, then win rate."""
+    root = tree.root
+    if not root.expanded:
+        return []
+    stats = []
+    for i, move in enumerate(root.moves):
+        n = root.n[i]
+        q = root.w[i] / n if n > 0 else 0.0
+        stats.append(MoveStat(int(move), cshogi.move_to_usi(int(move)), int(round(n)), float(q),
+                              float(root.prior[i]), _child_proof(root, i)))
+    stats.sort(key=lambda s: (s.proven == 1.0, s.proven != 0.0, s.visits, s.winrate), reverse=True)
+    return stats
+
+
+def best_index(node: Node) -> int:
+    """Child to play: a proven win if any, else the most visited (ties by Q), avoiding proven losses."""
+    proofs = np.array([_child_proof(node, i) if node.children[i] is not None else -1.0
+                       for i in range(len(node.moves))], dtype=object)
+    wins = [i for i, p in enumerate(proofs) if p == 1.0]
+    if wins:
+        return wins[0]
+    n = node.n
+    q = np.divide(node.w, n, out=np.zeros_like(n), where=n > 0)
+    score = n + q * 1e-3
+    losing = np.array([p == 0.0 for p in proofs])
+    if not losing.all():
+        score = np.where(losing, -1.0, score)
+    return int(np.argmax(score))
+
+
+def principal_variation(tree: Tree, max_len: int = 32) -> list[int]:
+    """Moves along the best child from the root while nodes are expanded."""
+    pv = []
+    node = tree.root
+    while node is not None and node.expanded and len(pv) < max_len and len(node.moves):
+        i = best_index(node)
+        if node.n[i] <= 0 and _child_proof(node, i) is None:
+            break
+        pv.append(int(node.moves[i]))
+        node = node.children[i]
+    return pv
+
+
+def root_winrate(tree: Tree) -> float:
+    """Win rate of the best move for the side to move (1/0 when proven)."""
+    root = tree.root
+    if not root.expanded or len(root.moves) == 0:
+        return 0.0
+    i = best_index(root)
+    proof = _child_proof(root, i)
+    if proof is not None:
+        return proof
+    return float(root.w[i] / root.n[i]) if root.n[i] > 0 else root.q()
+
+
+def mate_distance(tree: Tree) -> int | None:
+    """Plies to a proven mate along the PV (positive: we mate; negative: we are mated), else None."""
+    pv = principal_variation(tree, 64)
+    node = tree.root
+    for ply, move in enumerate(pv):
+        i = node.child_index(move)
+        child = node.children[i]
+        if child is not None and child.terminal is not None:
+            ours = (ply % 2 == 0) == (child.terminal == 0.0)
+            return (ply + 1) if ours else -(ply + 1)
+        node = child
+    return None

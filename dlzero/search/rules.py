@@ -1,0 +1,66 @@
+"""Game-end rules at a search leaf, all from cshogi: repetition, max moves, mate, declaration.
+
+`leaf_result` returns the proven win rate for the side to move, or None when the position needs
+the network. It runs once per new node, before any evaluation.
+"""
+
+from __future__ import annotations
+
+import cshogi
+
+from dlzero.config import SearchConfig
+
+# cshogi.is_draw results -> win rate for the side to move (None: use the draw value)
+_REPETITION_VALUE = {
+    cshogi.REPETITION_DRAW: None,
+    cshogi.REPETITION_WIN: 1.0,       # the opponent gave perpetual check: it loses
+    cshogi.REPETITION_LOSE: 0.0,      # we gave perpetual check
+    cshogi.REPETITION_SUPERIOR: 1.0,  # same board, we hold more in hand
+    cshogi.REPETITION_INFERIOR: 0.0,
+}
+REPETITION_PLIES = 16
+
+
+def draw_value(cfg: SearchConfig, colour: int) -> float:
+    """Win rate a draw is worth to `colour` (cshogi.BLACK / WHITE)."""
+    return cfg.draw_value_black if colour == cshogi.BLACK else cfg.draw_value_white
+
+
+def repetition_result(board: cshogi.Board, cfg: SearchConfig) -> float | None:
+    """Win rate for the side to move if the position repeats an earlier one, else None."""
+    rep = board.is_draw(REPETITION_PLIES)
+    if rep == cshogi.NOT_REPETITION:
+        return None
+    value = _REPETITION_VALUE.get(rep)
+    return draw_value(cfg, board.turn) if value is None else value
+
+
+def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float | None:
+    """Proven win rate for the side to move at a new leaf, or None if the network must judge.
+
+    Order matters: repetition and the move cap end the game before anyone moves; then no legal
+    move (mated); then the side to move can declare (27-point rule) or mates within
+    `leaf_mate_depth` plies.
+    """
+    rep = repetition_result(board, cfg)
+    if rep is not None:
+        return rep
+    if board.move_number > cfg.max_moves:
+        return draw_value(cfg, board.turn)
+    if n_legal == 0:
+        return 0.0
+    if board.is_nyugyoku():
+        return 1.0
+    if cfg.leaf_mate_depth and not board.is_check() and find_mate(board, cfg.leaf_mate_depth):
+        return 1.0
+    return None
+
+
+def find_mate(board: cshogi.Board, depth: int) -> int:
+    """A move that mates within `depth` plies (odd), or 0. The side to move must not be in check."""
+    if depth <= 0 or board.is_check():
+        return 0
+    move = board.mate_move_in_1ply()
+    if move or depth < 3:
+        return move
+    return board.mate_move(depth)

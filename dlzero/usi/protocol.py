@@ -1,0 +1,357 @@
+"""The USI loop: commands from a GUI on stdin, answers on stdout, one line each, flushed.
+
+Threads: the main thread only reads and dispatches commands. `go` starts one worker thread that
+runs `Player.think` and then writes the single `bestmove` (or `checkmate`) line of that `go`;
+`stop`, `ponderhit`, `isready` and `quit` are therefore answered while it thinks. Commands that
+change what the worker uses (`position`, `go`, `usinewgame`, `gameover`, `quit`, a model reload)
+first stop and join it, so there is never more than one search and never two `bestmove` lines.
+All output goes through one locked writer, so `info` lines from the worker never interleave
+with replies from the main thread. Nothing but USI text goes to the output: logs use stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import TextIO
+
+import cshogi
+
+from dlzero.config import Config
+from dlzero.engine.player import Analysis, Player
+from dlzero.engine.timeman import Limits
+from dlzero.errors import DlzeroError
+from dlzero.inference.base import Evaluator
+from dlzero.position import parse_position
+from dlzero.search import best_index, winrate_to_cp
+from dlzero.usi.options import BY_NAME, MODEL_KEYS, get_key, option_lines, parse_value, with_option
+
+ENGINE_NAME = "dlzero"
+ENGINE_AUTHOR = "dlzero developers"
+_GO_INT_ARGS = {"btime", "wtime", "byoyomi", "binc", "winc", "movetime", "nodes"}
+MATE_MAX_DEPTH = 31
+MATE_NODES_PER_MS = 500
+MATE_NODES_INFINITE = 5_000_000
+
+
+class UsiEngine:
+    """State of one USI session: options, model, position and the current search."""
+
+    def __init__(self, cfg: Config, model_path: str | None = None, out: TextIO | None = None,
+                 loader: Callable[[str, Config], Evaluator] | None = None) -> None:
+        self.cfg = cfg
+        self.model_path = model_path
+        self.ponder = False
+        self._out = out or sys.stdout
+        self._out_lock = threading.Lock()
+        self._loader = loader or _load_evaluator
+        self._evaluator: Evaluator | None = None
+        self._loaded_as: tuple | None = None
+        self._player: Player | None = None
+        self._board: cshogi.Board | None = None
+        self._worker: threading.Thread | None = None
+        self._open_ended = False  # the current search waits for `stop` / `ponderhit`
+        self._stop = threading.Event()
+        self._ponderhit = threading.Event()
+
+    # -- I/O ------------------------------------------------------------------------------------
+    def send(self, line: str) -> None:
+        with self._out_lock:
+            self._out.write(line + "\n")
+            self._out.flush()
+
+    def run(self, stream: TextIO) -> None:
+        """Read commands until `quit` or end of input."""
+        while True:
+            line = stream.readline()
+            if not line:
+                break
+            if not self.handle(line.strip()):
+                return
+        self._finish_search()
+
+    def handle(self, line: str) -> bool:
+        """Dispatch one command line; False after `quit`."""
+        if not line:
+            return True
+        cmd, _, rest = line.partition(" ")
+        rest = rest.strip()
+        if cmd == "quit":
+            self._finish_search()
+            return False
+        handler = {
+            "usi": self._usi, "isready": self._isready, "setoption": self._setoption,
+            "usinewgame": self._usinewgame, "position": self._position, "go": self._go,
+            "stop": self._stop_cmd, "ponderhit": self._ponderhit_cmd, "gameover": self._gameover,
+        }.get(cmd)
+        if handler is None:
+            self.send(f"info string unknown command: {line}")
+            return True
+        try:
+            handler(rest)
+        except Exception as exc:  # a GUI session must survive any single bad command
+            self.send(f"info string error: {cmd}: {exc}")
+        return True
+
+    # -- commands -------------------------------------------------------------------------------
+    def _usi(self, _: str) -> None:
+        self.send(f"id name {ENGINE_NAME}")
+        self.send(f"id author {ENGINE_AUTHOR}")
+        for line in option_lines(self.cfg, self.model_path, self.ponder):
+            self.send(line)
+        self.send("usiok")
+
+    def _isready(self, _: str) -> None:
+        if not self._thinking():
+            self._ensure_model()
+        self.send("readyok")
+
+    def _setoption(self, rest: str) -> None:
+        tokens = rest.split()
+        if len(tokens) < 2 or tokens[0] != "name":
+            self.send(f"info string error: setoption needs 'name X [value Y]', got '{rest}'")
+            return
+        if "value" in tokens:
+            at = tokens.index("value")
+            name, value = " ".join(tokens[1:at]), " ".join(tokens[at + 1:])
+        else:
+            name, value = " ".join(tokens[1:]), ""
+        opt = BY_NAME.get(name.lower())
+        if opt is None:
+            self.send(f"info string error: unknown option '{name}'")
+            return
+        try:
+            parsed = parse_value(opt, value)
+            if opt.name == "ModelPath":
+                self.model_path = None if parsed in ("", "<empty>") else parsed
+            elif opt.name == "USI_Ponder":
+                self.ponder = parsed
+            else:
+                self.cfg = with_option(self.cfg, opt, parsed)
+        except ValueError as exc:
+            self.send(f"info string error: {exc}; {opt.name} keeps its value")
+
+    def _usinewgame(self, _: str) -> None:
+        self._finish_search(wait=True)
+        if self._player is not None:
+            self._player.new_game()
+
+    def _position(self, rest: str) -> None:
+        self._finish_search(wait=True)
+        self._board = None  # a bad position must not leave the previous one to be searched
+        try:
+            self._board = parse_position(rest)
+        except DlzeroError as exc:
+            self.send(f"info string error: {exc}")
+
+    def _go(self, rest: str) -> None:
+        self._finish_search(wait=True)
+        limits, mate_ms = self._parse_go(rest.split())
+        self._stop.clear()
+        self._ponderhit.clear()
+        self._open_ended = limits.infinite or limits.ponder
+        if self._board is None:
+            self.send("info string error: no position")
+            self._bestmove_or_checkmate(mate_ms, None)
+            return
+        board = self._board.copy()
+        if mate_ms is not None:
+            target = lambda: self._send_checkmate(board, mate_ms)  # noqa: E731
+        else:
+            player = self._ensure_player()
+            if player is None:
+                self._bestmove_or_checkmate(None, None)
+                return
+            player.set_position(board)
+            target = lambda: self._think(player, limits)  # noqa: E731
+        self._worker = threading.Thread(target=target, name="usi-search", daemon=True)
+        self._worker.start()
+
+    def _stop_cmd(self, _: str) -> None:
+        self._stop.set()
+        if self._worker is not None:
+            self._worker.join()
+            self._worker = None
+
+    def _ponderhit_cmd(self, _: str) -> None:
+        if self._player is not None:
+            self._player.ponderhit()
+        self._open_ended = False
+        self._ponderhit.set()
+
+    def _gameover(self, _: str) -> None:
+        self._finish_search()
+
+    # -- search ---------------------------------------------------------------------------------
+    def _parse_go(self, tokens: list[str]) -> tuple[Limits, int | None]:
+        """Limits from `go` arguments, and the `go mate` time (ms, 0 = no limit) or None."""
+        limits = Limits()
+        mate_ms: int | None = None
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok in ("infinite", "ponder"):
+                setattr(limits, tok, True)
+            elif tok == "mate":
+                arg = tokens[i + 1] if i + 1 < len(tokens) else "infinite"
+                mate_ms = int(arg) if arg.isdigit() else 0
+                i += 1
+            elif tok in _GO_INT_ARGS and i + 1 < len(tokens):
+                value = tokens[i + 1]
+                if value.lstrip("-").isdigit():
+                    setattr(limits, "playouts" if tok == "nodes" else tok, max(int(value), 0))
+                else:
+                    self.send(f"info string error: go {tok} needs an integer, got '{value}'")
+                i += 1
+            else:
+                self.send(f"info string error: unknown go argument '{tok}'")
+            i += 1
+        return limits, mate_ms
+
+    def _think(self, player: Player, limits: Limits) -> None:
+        interval = self.cfg.usi.pv_interval_ms
+        multipv = self.cfg.usi.multipv
+        on_info = (lambda a: self._send_info(a, player, multipv)) if interval > 0 else None
+        result: Analysis | None = None
+        try:
+            result = player.think(limits, self._stop, on_info, interval or 500)
+            if on_info is None or result.nodes == 0:
+                self._send_info(result, player, multipv)
+        except Exception as exc:  # the GUI still needs its bestmove
+            self.send(f"info string error: search failed: {exc}")
+        # `go ponder` and `go infinite` may not answer before `ponderhit`/`stop`, even when the
+        # rules settled the position at once.
+        def waiting() -> bool:
+            return limits.infinite or (limits.ponder and not self._ponderhit.is_set())
+
+        while waiting() and not self._stop.is_set():
+            self._stop.wait(0.005)
+        self._bestmove_or_checkmate(None, result)
+
+    def _send_info(self, a: Analysis, player: Player, multipv: int) -> None:
+        head = f"info nodes {a.nodes} nps {int(a.nps)} time {a.time_ms}"
+        if a.bestmove == "win":
+            self.send(f"{head} score mate + string declaration win")
+            return
+        visited = [m for m in a.moves[:multipv] if m.visits > 0 or m.proven is not None]
+        lines = visited if multipv > 1 and visited else [None]
+        for k, stat in enumerate(lines, start=1):
+            if stat is None or k == 1:
+                pv, score = a.pv, (f"mate {a.mate}" if a.mate is not None else f"cp {a.score_cp}")
+            else:
+                pv = [stat.usi] + _continuation(player, stat.move)
+                score = f"cp {winrate_to_cp(stat.proven if stat.proven is not None else stat.winrate)}"
+            depth = max(len(pv), 1)
+            mpv = f" multipv {k}" if multipv > 1 else ""
+            tail = f" pv {' '.join(pv)}" if pv else ""
+            self.send(f"info depth {depth} seldepth {depth}{mpv} {head[5:]} score {score}{tail}")
+
+    def _bestmove_or_checkmate(self, mate_ms: int | None, result: Analysis | None) -> None:
+        if mate_ms is not None:
+            self.send("checkmate nomate")
+        elif result is None:
+            self.send("bestmove resign")
+        elif result.ponder and self.ponder and result.bestmove not in ("resign", "win"):
+            self.send(f"bestmove {result.bestmove} ponder {result.ponder}")
+        else:
+            self.send(f"bestmove {result.bestmove}")
+
+    def _send_checkmate(self, board: cshogi.Board, limit_ms: int) -> None:
+        """`go mate`: cshogi's df-pn with a node budget scaled to the time limit.
+
+        cshogi's df-pn holds the GIL and cannot be interrupted from another thread, so the time
+        limit becomes a node limit (measured about 1M nodes/s on one core, halved for safety).
+        """
+        nodes = MATE_NODES_PER_MS * limit_ms if limit_ms else MATE_NODES_INFINITE
+        dfpn = cshogi.DfPn(MATE_MAX_DEPTH, max(nodes, 1000))
+        if not board.is_check() and dfpn.search(board):
+            self.send("checkmate " + " ".join(cshogi.move_to_usi(m) for m in dfpn.get_pv(board)))
+        else:
+            self.send("checkmate nomate")
+
+    def _thinking(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _finish_search(self, wait: bool = False) -> None:
+        """End the current search; its worker writes its own `bestmove`.
+
+        With `wait`, a search bounded by nodes or the clock runs to its end (a scripted session
+        may send `go nodes 100` and the next `position` at once); `go infinite` and `go ponder`
+        are stopped, as they would never end on their own.
+        """
+        if self._worker is not None:
+            if not wait or self._open_ended:
+                self._stop.set()
+            self._worker.join()
+            self._worker = None
+
+    # -- model and player -----------------------------------------------------------------------
+    def _ensure_model(self) -> Evaluator | None:
+        """Load the model if none is loaded or a model option changed; errors become info strings."""
+        if self.model_path is None:
+            self.send("info string error: no model: setoption name ModelPath value <file.pt|file.onnx>")
+            return None
+        wanted = (self.model_path,) + tuple(get_key(self.cfg, k) for k in MODEL_KEYS)
+        if self._evaluator is not None and self._loaded_as == wanted:
+            return self._evaluator
+        if self._evaluator is not None:
+            self._evaluator.close()
+        self._evaluator, self._loaded_as, self._player = None, None, None
+        try:
+            self._evaluator = self._loader(self.model_path, self.cfg)
+        except Exception as exc:  # report it in the GUI and stay alive for a new ModelPath
+            self.send(f"info string error: cannot load model '{self.model_path}': {exc}")
+            return None
+        self._loaded_as = wanted
+        self.send(f"info string loaded {self._evaluator.describe()}")
+        return self._evaluator
+
+    def _ensure_player(self) -> Player | None:
+        """The Player for the current options (a new one, and a new tree, when they changed)."""
+        evaluator = self._ensure_model()
+        if evaluator is None:
+            return None
+        if self._player is None or self._player.cfg != self.cfg:
+            self._player = Player(evaluator, self.cfg)
+        return self._player
+
+
+def _continuation(player: Player, move: int) -> list[str]:
+    """PV below root move `move` (for MultiPV lines other than the best)."""
+    tree = player.tree
+    if tree is None or not tree.root.expanded:
+        return []
+    i = tree.root.child_index(move)
+    node = tree.root.children[i] if i >= 0 else None
+    out: list[str] = []
+    while node is not None and node.expanded and len(node.moves) and len(out) < 30:
+        j = best_index(node)
+        if node.n[j] <= 0:
+            break
+        out.append(cshogi.move_to_usi(int(node.moves[j])))
+        node = node.children[j]
+    return out
+
+
+def _load_evaluator(path: str, cfg: Config) -> Evaluator:
+    """Load and warm up the network, so the first `go` does not pay for graph tracing."""
+    import numpy as np
+
+    from dlzero.encoding import new_batch_buffer
+    from dlzero.inference import load_model
+
+    evaluator = load_model(path, cfg.inference)
+    evaluator.evaluate(np.asarray(new_batch_buffer(1)))
+    return evaluator
+
+
+def main(cfg: Config, model_path: str | None = None) -> int:
+    """Run a USI session on stdin/stdout; stray prints from libraries are sent to stderr."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        UsiEngine(cfg, model_path, out).run(sys.stdin)
+    finally:
+        sys.stdout = out
+    return 0

@@ -1,0 +1,331 @@
+"""Matches between two players, many games in lockstep: gating, and measuring a model's strength.
+
+A side is an `Evaluator` (searched with fixed playouts, no noise, most-visited move) or the string
+"random" (a uniformly random legal move: the floor any learning must beat). N games run at once; at
+each step every side searches all the games where it is to move in one `Search.run`, so its network
+sees one batch per step instead of one position at a time.
+
+Fairness: game i gives side A Black when i is even, and games 2k and 2k+1 share an opening, so each
+opening is played once with each colour. Openings come from a file of `startpos moves ...` lines
+(shuffled with the seed, then taken round-robin) or a small built-in set of common first moves;
+without them two deterministic searchers would replay the same game over and over.
+
+Game end, checked after every move from the side to move's view: repetition (draw, or a loss for
+the side that gave perpetual check), no legal move (mated), the entering-king declaration
+(`is_nyugyoku`: the side to move wins), the move cap (draw), and resignation if asked for.
+
+Each finished game can be written as a CSA V2.2 record, atomically, for people to replay.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cshogi
+import numpy as np
+
+from dlzero.config import Config, SearchConfig
+from dlzero.data.atomic import atomic_write_text
+from dlzero.errors import ConfigError
+from dlzero.inference.base import Evaluator
+from dlzero.position import parse_position
+from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
+from dlzero.search.rules import REPETITION_PLIES
+from selfplay.sprt import elo_interval, sprt_decision
+
+RANDOM = "random"
+Side = Evaluator | str
+
+# Short, common openings (2-4 plies) for when no openings file is configured.
+BUILTIN_OPENINGS: tuple[str, ...] = (
+    "startpos moves 7g7f 3c3d",
+    "startpos moves 2g2f 8c8d",
+    "startpos moves 7g7f 8c8d",
+    "startpos moves 2g2f 3c3d",
+    "startpos moves 7g7f 3c3d 2g2f",
+    "startpos moves 7g7f 3c3d 6g6f",
+    "startpos moves 5g5f 3c3d",
+    "startpos moves 6g6f 8c8d 7g7f",
+    "startpos moves 7g7f 4c4d",
+    "startpos moves 2g2f 8c8d 2f2e 8d8e",
+    "startpos moves 7g7f 3c3d 2h7h",
+    "startpos moves 1g1f 3c3d 7g7f",
+)
+
+RATINGS_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
+                   "elo_high", "llr", "decision", "promoted", "timestamp")
+
+
+@dataclass
+class GameRecord:
+    """One finished game. `moves` start from `start_sfen` and include the opening plies."""
+
+    index: int
+    a_is_black: bool
+    start_sfen: str
+    opening_plies: int
+    moves: list[int]
+    winner: int | None  # cshogi.BLACK, cshogi.WHITE, or None for a draw
+    reason: str         # mate, resign, repetition, perpetual_check, declaration, max_moves
+
+    @property
+    def score_a(self) -> float:
+        """1, 1/2 or 0 from side A's point of view."""
+        if self.winner is None:
+            return 0.5
+        return 1.0 if (self.winner == cshogi.BLACK) == self.a_is_black else 0.0
+
+    def csa(self, name_a: str = "A", name_b: str = "B") -> str:
+        """The game as CSA V2.2 text; the end code lets any CSA reader recover the result."""
+        black, white = (name_a, name_b) if self.a_is_black else (name_b, name_a)
+        out = io.StringIO()
+        out.write(f"V2.2\nN+{black}\nN-{white}\n$EVENT:dlzero arena game {self.index}\n")
+        board = cshogi.Board(self.start_sfen)
+        out.write("PI\n+\n" if self.start_sfen == cshogi.STARTING_SFEN else board.csa_pos())
+        for move in self.moves:
+            out.write(("+" if board.turn == cshogi.BLACK else "-") + cshogi.move_to_csa(move) + "\n")
+            board.push(move)
+        out.write(_end_code(self, board.turn) + "\n")
+        out.write(f"'dlzero: {self.reason}, opening {self.opening_plies} plies\n")
+        return out.getvalue()
+
+
+def _end_code(game: GameRecord, to_move: int) -> str:
+    """CSA end line. The side to move at the end resigns (also when mated) or declares."""
+    if game.reason in ("mate", "resign"):
+        return "%TORYO"
+    if game.reason == "declaration":
+        return "%KACHI"
+    if game.reason == "repetition":
+        return "%SENNICHITE"
+    if game.reason == "perpetual_check":  # V2.2 has no code of its own: an illegal action by the checker
+        return "%+ILLEGAL_ACTION" if game.winner == cshogi.WHITE else "%-ILLEGAL_ACTION"
+    return "%JISHOGI"  # the move cap: a draw
+
+
+@dataclass
+class MatchResult:
+    """Results of a match from side A's point of view, with the SPRT state after the last game."""
+
+    games: list[GameRecord] = field(default_factory=list)
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    llr: float = 0.0
+    decision: str = "continue"
+    bounds: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def n_games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.n_games if self.n_games else 0.5
+
+    def elo(self, confidence: float = 0.95) -> tuple[float, float, float]:
+        """(Elo, low, high) of A relative to B."""
+        return elo_interval(self.wins, self.draws, self.losses, confidence)
+
+    def add(self, game: GameRecord) -> None:
+        self.games.append(game)
+        s = game.score_a
+        self.wins += s == 1.0
+        self.draws += s == 0.5
+        self.losses += s == 0.0
+
+
+def load_openings(path: str | Path | None) -> list[str]:
+    """Opening lines from a file (blank lines and # comments skipped), or the built-in set."""
+    if not path:
+        return list(BUILTIN_OPENINGS)
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"openings file '{p}' does not exist")
+    lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    if not lines:
+        raise ConfigError(f"openings file '{p}' holds no positions")
+    return lines
+
+
+def _start_sfen(board: cshogi.Board) -> str:
+    """SFEN of the position the board's history starts from."""
+    first = board.copy()
+    for _ in range(len(board.history)):
+        first.pop()
+    return first.sfen()
+
+
+def game_end(board: cshogi.Board, max_moves: int) -> tuple[int | None, str] | None:
+    """(winner, reason) if the game is over with `board`'s side to move, else None.
+
+    Same order and move cap convention as the search's leaf rules, so the search plays for the
+    outcome the arena will score. Superior/inferior repetitions are search shortcuts, not game ends.
+    """
+    us, them = board.turn, 1 - board.turn
+    rep = board.is_draw(REPETITION_PLIES)
+    if rep == cshogi.REPETITION_DRAW:
+        return None, "repetition"
+    if rep == cshogi.REPETITION_WIN:   # the opponent gave perpetual check
+        return us, "perpetual_check"
+    if rep == cshogi.REPETITION_LOSE:
+        return them, "perpetual_check"
+    if board.is_game_over():
+        return them, "mate"
+    if board.is_nyugyoku():
+        return us, "declaration"
+    if board.move_number > max_moves:
+        return None, "max_moves"
+    return None
+
+
+@dataclass
+class _Game:
+    index: int
+    board: cshogi.Board
+    start_sfen: str
+    opening_plies: int
+    a_is_black: bool
+    trees: list[Tree | None] = field(default_factory=lambda: [None, None])
+    end: tuple[int | None, str] | None = None
+
+    @property
+    def slot_to_move(self) -> int:
+        """0 when side A is to move, 1 for side B."""
+        return 0 if (self.board.turn == cshogi.BLACK) == self.a_is_black else 1
+
+
+class _Player:
+    """One side of the match: a searcher over an Evaluator, or a random mover."""
+
+    def __init__(self, side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generator,
+                 resign_threshold: float) -> None:
+        if isinstance(side, str) and side != RANDOM:
+            raise ValueError(f"a side is an Evaluator or '{RANDOM}', not {side!r}")
+        self.search = None if isinstance(side, str) else Search(side, cfg, rng)
+        self.cfg = cfg
+        self.playouts = playouts
+        self.rng = rng
+        self.resign_threshold = resign_threshold
+
+    def choose(self, games: Sequence[_Game], slot: int) -> list[int | None]:
+        """A move for each game (all with this side to move); None means resign."""
+        if self.search is None:
+            return [int(self.rng.choice(list(g.board.legal_moves))) for g in games]
+        moves: list[int | None] = [None] * len(games)
+        to_search: list[int] = []
+        for k, g in enumerate(games):
+            mate = find_mate(g.board, self.cfg.root_mate_depth) if self.cfg.root_mate_depth else 0
+            if mate:
+                moves[k] = mate
+            else:
+                if g.trees[slot] is None:
+                    g.trees[slot] = Tree(g.board.copy())
+                to_search.append(k)
+        trees = [games[k].trees[slot] for k in to_search]
+        if trees:
+            self.search.run(trees, self.playouts)
+        for k, tree in zip(to_search, trees, strict=True):
+            if self.resign_threshold > 0 and root_winrate(tree) < self.resign_threshold:
+                continue  # stays None: resign
+            moves[k] = int(tree.root.moves[best_index(tree.root)])
+        return moves
+
+
+def _play_move(game: _Game, move: int, reuse: bool) -> None:
+    game.board.push(move)
+    for slot, tree in enumerate(game.trees):
+        if tree is None:
+            continue
+        if reuse:
+            tree.advance(move)
+        else:
+            game.trees[slot] = None
+
+
+def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playouts: int | None = None,
+               parallel: int = 16, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
+               resign_threshold: float = 0.0, record_dir: str | Path | None = None,
+               names: tuple[str, str] = ("A", "B"),
+               on_game: Callable[[GameRecord, MatchResult], None] | None = None) -> MatchResult:
+    """Play up to `n_games` between `side_a` and `side_b` (Evaluators or "random"), `parallel` at a time.
+
+    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap; `playouts`
+    defaults to `cfg.gate.playouts`, `openings` to `cfg.gate.openings` (or the built-in set). With
+    `sprt`, the test (`cfg.gate` elo0/elo1/alpha/beta) runs after every finished game and the match
+    stops once it decides; games still running then are dropped. Games are written as CSA files to
+    `record_dir` (if given) and reported to `on_game` as they finish.
+    """
+    gate = cfg.gate
+    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves)
+    rng = np.random.default_rng(seed)
+    lines = list(openings) if openings is not None else load_openings(gate.openings)
+    rng.shuffle(lines)
+    starts = [parse_position(line) for line in lines]
+    players = [_Player(side, search_cfg, playouts or gate.playouts, rng, resign_threshold)
+               for side in (side_a, side_b)]
+    out_dir = Path(record_dir) if record_dir is not None else None
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    result = MatchResult()
+    active: list[_Game] = []
+    started = 0
+
+    def finish(game: _Game) -> None:
+        winner, reason = game.end
+        record = GameRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
+                            list(game.board.history), winner, reason)
+        result.add(record)
+        if out_dir is not None:
+            atomic_write_text(out_dir / f"game-{record.index:03d}.csa", record.csa(*names))
+        if sprt:
+            result.decision, result.llr, result.bounds = sprt_decision(
+                result.wins, result.draws, result.losses, gate.elo0, gate.elo1, gate.alpha, gate.beta)
+        if on_game:
+            on_game(record, result)
+
+    while True:
+        while len(active) < parallel and started < n_games and result.decision == "continue":
+            opening = starts[(started // 2) % len(starts)]
+            board = opening.copy()
+            game = _Game(started, board, _start_sfen(board), len(board.history), a_is_black=started % 2 == 0)
+            game.end = game_end(board, gate.max_moves)
+            active.append(game)
+            started += 1
+        for slot in (0, 1):
+            movers = [g for g in active if g.end is None and g.slot_to_move == slot]
+            if not movers:
+                continue
+            for game, move in zip(movers, players[slot].choose(movers, slot), strict=True):
+                if move is None:
+                    game.end = (1 - game.board.turn, "resign")
+                    continue
+                _play_move(game, move, search_cfg.reuse_tree)
+                game.end = game_end(game.board, gate.max_moves)
+        for game in [g for g in active if g.end is not None]:
+            active.remove(game)
+            if result.decision == "continue":
+                finish(game)
+        if result.decision != "continue" or (not active and started >= n_games):
+            return result
+
+
+def append_rating(path: str | Path, row: dict) -> None:
+    """Add a row to ratings.csv (header written once); the file is rewritten atomically."""
+    p = Path(path)
+    old = p.read_text(encoding="utf-8") if p.is_file() else ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=RATINGS_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    if not old:
+        writer.writeheader()
+    writer.writerow(row)
+    if old and not old.endswith("\n"):
+        old += "\n"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(p, old + buf.getvalue())

@@ -1,0 +1,363 @@
+"""G self-play games in lockstep: one `Search.run` per ply across all games, so every network call
+carries leaves from many games (dlshogi's design: no virtual loss needed, full batches).
+
+Per move (KataGo's playout cap randomization): with probability `full_search_prob` a full search
+(`playouts`, root Dirichlet noise if `noise`) whose visit counts are stored as a policy target;
+otherwise a cheap search (`cheap_playouts`, no noise) stored with k = 0 candidates (replay only).
+The first `random_plies` plies sample the move proportionally to visits^(1/temperature); later plies
+play the most visited move (a proven win first). The subtree of the played move is kept.
+
+Game ends, checked at each root before searching:
+- no legal move: the side to move is mated and loses;
+- repetition (cshogi `is_draw`): a plain repetition is a draw (flag 0x4), perpetual check loses;
+- `board.move_number > max_moves`: draw (flag 0x10);
+- the side to move can declare (entering king, 27-point rule): it wins (flag 0x8);
+- a mate within `search.root_mate_depth` plies: the mating move is recorded (eval +30000, k = 0) and
+  the game is adjudicated as a win for the mover, as dlshogi does, instead of playing it out;
+- resignation: the side to move resigns when its best win rate is below the resign threshold.
+
+Openings: when `selfplay.openings` names a file of `startpos moves ...` lines, each game starts at
+the final position of a random line. The hcpe3 start hcp is that position and only the moves
+played after it are recorded (the opening plies are not ours to train on); the board keeps the
+opening's history, so repetitions across the boundary are still seen.
+
+Resignation false positives (AlphaZero): a `no_resign_fraction` share of games never resign but
+note the first side that would have; if that side then did not lose, it was a false positive.
+`ResignController` turns those observations into the threshold (see its docstring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cshogi
+import numpy as np
+
+from dlzero.config import Config, SearchConfig
+from dlzero.data.hcpe3 import (
+    BLACK_WIN,
+    FLAG_MAX_MOVES,
+    FLAG_NYUGYOKU,
+    FLAG_REPETITION,
+    RESULT_DRAW,
+    WHITE_WIN,
+    GameRecord,
+    MoveRecord,
+)
+from dlzero.errors import ConfigError, PositionError
+from dlzero.inference.base import Evaluator
+from dlzero.position import parse_position
+from dlzero.search.mcts import Search, Tree
+from dlzero.search.result import MAX_CP, best_index, root_winrate, winrate_to_cp
+from dlzero.search.rules import REPETITION_PLIES, find_mate
+
+MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
+
+# how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary)
+END_MATE = "mate"
+END_MATE_FOUND = "mate_found"
+END_REPETITION = "repetition"
+END_PERPETUAL_CHECK = "perpetual_check"
+END_DECLARATION = "declaration"
+END_MAX_MOVES = "max_moves"
+END_RESIGN = "resign"
+
+
+def _win_for(colour: int) -> int:
+    return BLACK_WIN if colour == cshogi.BLACK else WHITE_WIN
+
+
+@dataclass
+class FinishedGame:
+    """A finished game as handed to `on_game_done`: the hcpe3 record plus how it ended."""
+
+    record: GameRecord
+    reason: str
+    full_searches: int
+    would_resign: int | None  # colour that would have resigned in a no-resign game, else None
+    false_positive: bool | None  # None unless `would_resign` is set
+
+    @property
+    def plies(self) -> int:
+        return len(self.record.moves)
+
+
+@dataclass
+class SelfPlayGame:
+    """One game in progress: its search tree (which owns the board) and the record so far."""
+
+    tree: Tree
+    record: GameRecord
+    no_resign: bool
+    full: bool = False          # the current move gets a full search
+    full_searches: int = 0
+    would_resign: int | None = None
+    finished: FinishedGame | None = None
+
+    @property
+    def board(self) -> cshogi.Board:
+        return self.tree.board
+
+    @property
+    def ply(self) -> int:
+        return len(self.record.moves)
+
+    def finish(self, result: int, reason: str) -> None:
+        """Set the result byte and package the game for `on_game_done`."""
+        self.record.result = result
+        fp = None
+        if self.would_resign is not None:
+            fp = (result & 0x3) != _win_for(1 - self.would_resign)
+        self.finished = FinishedGame(self.record, reason, self.full_searches, self.would_resign, fp)
+
+
+@dataclass
+class PlayStats:
+    """What `play_games` did: for benchmarks and progress lines."""
+
+    steps: int = 0
+    moves: int = 0
+    games: int = 0
+    seconds: float = 0.0
+    eval_seconds: float = 0.0
+    evaluations: int = 0
+    lengths: list[int] = field(default_factory=list)
+
+
+class ResignController:
+    """The resign threshold, steered by the false-positive rate of no-resign games.
+
+    Each observation is one no-resign game in which some side fell below the threshold: a false
+    positive when that side did not go on to lose. Over the last `window` observations, if the
+    false-positive rate exceeds `target` the threshold is multiplied by `down` (resign less
+    eagerly); otherwise by `up`, slowly, so that resigning saves more compute while it stays safe.
+    The threshold stays within [`lowest`, `highest`]; 0 means resignation is off and stays off.
+    """
+
+    def __init__(self, threshold: float, target: float, window: int = 200, min_samples: int = 10,
+                 down: float = 0.8, up: float = 1.02, lowest: float = 0.001, highest: float = 0.2) -> None:
+        self.threshold = threshold
+        self.target = target
+        self.min_samples = min_samples
+        self.down, self.up, self.lowest, self.highest = down, up, lowest, highest
+        self.history: deque[bool] = deque(maxlen=window)
+        self.checked = 0
+        self.false_positives = 0
+
+    @property
+    def fp_rate(self) -> float:
+        return sum(self.history) / len(self.history) if self.history else 0.0
+
+    def observe(self, false_positive: bool) -> float:
+        """Record one checked game and return the adjusted threshold."""
+        self.history.append(bool(false_positive))
+        self.checked += 1
+        self.false_positives += int(false_positive)
+        if self.threshold > 0 and len(self.history) >= self.min_samples:
+            factor = self.down if self.fp_rate > self.target else self.up
+            self.threshold = min(self.highest, max(self.lowest, self.threshold * factor))
+        return self.threshold
+
+    def to_dict(self) -> dict:
+        return {"resign_threshold": self.threshold, "checked": self.checked,
+                "false_positives": self.false_positives, "recent": [int(x) for x in self.history]}
+
+    @classmethod
+    def from_dict(cls, data: dict | None, threshold: float, target: float) -> ResignController:
+        """Restore from `to_dict` output; missing data starts from the configured threshold."""
+        ctl = cls(threshold, target)
+        if data:
+            ctl.threshold = float(data.get("resign_threshold", threshold)) if threshold > 0 else 0.0
+            ctl.checked = int(data.get("checked", 0))
+            ctl.false_positives = int(data.get("false_positives", 0))
+            ctl.history.extend(bool(x) for x in data.get("recent", []))
+        return ctl
+
+
+def load_openings(path: str | Path) -> list[str]:
+    """The lines of an openings file, each checked with `parse_position` so a bad one fails now."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"selfplay.openings: file '{p}' does not exist")
+    lines = []
+    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("position "):
+            line = line[len("position "):]
+        try:
+            board = parse_position(line)
+        except PositionError as exc:
+            raise ConfigError(f"{p}:{n}: {exc}") from None
+        if board.is_game_over():
+            raise ConfigError(f"{p}:{n}: the opening ends in a finished game")
+        lines.append(line)
+    if not lines:
+        raise ConfigError(f"{p}: no openings in the file")
+    return lines
+
+
+def selfplay_search_config(cfg: Config) -> SearchConfig:
+    """The search settings self-play uses: the game's move cap must be the search's draw horizon."""
+    return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves))
+
+
+def _end_of_game(game: SelfPlayGame, cfg: Config) -> tuple[int, str] | None:
+    """(result byte, reason) if the game is over at its current root, by the rules alone."""
+    board = game.board
+    rep = board.is_draw(REPETITION_PLIES)
+    if rep == cshogi.REPETITION_DRAW:
+        return RESULT_DRAW | FLAG_REPETITION, END_REPETITION
+    if rep == cshogi.REPETITION_WIN:     # the opponent gave perpetual check
+        return _win_for(board.turn), END_PERPETUAL_CHECK
+    if rep == cshogi.REPETITION_LOSE:
+        return _win_for(1 - board.turn), END_PERPETUAL_CHECK
+    if board.move_number > cfg.selfplay.max_moves:
+        return RESULT_DRAW | FLAG_MAX_MOVES, END_MAX_MOVES
+    if not any(True for _ in board.legal_moves):
+        return _win_for(1 - board.turn), END_MATE
+    if board.is_nyugyoku():
+        return _win_for(board.turn) | FLAG_NYUGYOKU, END_DECLARATION
+    return None
+
+
+def _candidates(tree: Tree) -> np.ndarray:
+    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16."""
+    root = tree.root
+    visits = np.rint(root.n).astype(np.int64)
+    idx = np.nonzero(visits > 0)[0]
+    out = np.empty((len(idx), 2), np.uint16)
+    out[:, 0] = [cshogi.move16(int(m)) for m in root.moves[idx]]
+    out[:, 1] = np.minimum(visits[idx], MAX_VISITS)
+    return out
+
+
+def _choose(tree: Tree, ply: int, cfg: Config, rng: np.random.Generator) -> int:
+    """Index of the root move to play: sampled by visits in the opening plies, else the best."""
+    root = tree.root
+    if ply < cfg.selfplay.random_plies:
+        visits = np.maximum(root.n, 0.0)
+        if visits.sum() > 0:
+            weights = visits ** (1.0 / cfg.selfplay.temperature)
+            return int(rng.choice(len(weights), p=weights / weights.sum()))
+    return best_index(root)
+
+
+def _move_winrate(tree: Tree, i: int) -> float:
+    """Win rate of root move `i` for the mover: proven if known, else its Q, else the root's."""
+    root = tree.root
+    child = root.children[i]
+    if child is not None and child.terminal is not None:
+        return 1.0 - child.terminal
+    if root.n[i] > 0:
+        return float(root.w[i] / root.n[i])
+    return root_winrate(tree)
+
+
+def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Callable[[FinishedGame], None],
+               rng: np.random.Generator, *, resign_threshold: Callable[[], float] | None = None,
+               refresh: Callable[[], Evaluator | None] | None = None, max_steps: int | None = None,
+               should_stop: Callable[[], bool] | None = None) -> PlayStats:
+    """Play `n_games` games, `games_in_parallel` at a time in lockstep; returns what was done.
+
+    `on_game_done` gets each finished game. `resign_threshold()` gives the current threshold
+    (default: the config's). `refresh()` is called after each finished game; if it returns an
+    Evaluator, the search switches to it (a new best model) for every game from then on.
+    `max_steps` (plies per game slot) and `should_stop()` end the run early; unfinished games are
+    dropped, which is what a killed worker loses too.
+    """
+    sp = cfg.selfplay
+    search = Search(evaluator, selfplay_search_config(cfg), rng)
+    openings = load_openings(sp.openings) if sp.openings else []
+    threshold = resign_threshold or (lambda: sp.resign_threshold)
+    stats = PlayStats()
+    started = 0
+
+    def new_game() -> SelfPlayGame:
+        board = parse_position(openings[rng.integers(len(openings))]) if openings else cshogi.Board()
+        no_resign = rng.random() < sp.no_resign_fraction
+        return SelfPlayGame(Tree(board), GameRecord.from_board(board), no_resign=no_resign)
+
+    slots: list[SelfPlayGame | None] = []
+    for _ in range(min(sp.games_in_parallel, n_games)):
+        slots.append(new_game())
+        started += 1
+
+    start = time.perf_counter()
+    while any(g is not None for g in slots):
+        if (max_steps is not None and stats.steps >= max_steps) or (should_stop and should_stop()):
+            break
+        stats.steps += 1
+        searching: list[SelfPlayGame] = []
+        for game in slots:
+            if game is None:
+                continue
+            ended = _end_of_game(game, cfg)
+            if ended is not None:
+                game.finish(*ended)
+                continue
+            mate = find_mate(game.board, search.cfg.root_mate_depth) if search.cfg.root_mate_depth else 0
+            if mate:
+                game.record.moves.append(MoveRecord(cshogi.move16(mate), MAX_CP))
+                game.board.push(mate)
+                game.finish(_win_for(1 - game.board.turn), END_MATE_FOUND)
+                continue
+            game.full = rng.random() < sp.full_search_prob
+            game.tree.noise = game.full and sp.noise
+            if game.tree.noise:
+                search.add_root_noise(game.tree)  # a reused root is already expanded
+            searching.append(game)
+
+        if searching:
+            search.run([g.tree for g in searching],
+                       [sp.playouts if g.full else sp.cheap_playouts for g in searching], leaves_per_tree=1)
+        resign_at = threshold()
+        for game in searching:
+            _play_move(game, cfg, rng, resign_at, search.cfg.reuse_tree)
+
+        for s, game in enumerate(slots):
+            if game is None or game.finished is None:
+                continue
+            stats.games += 1
+            stats.lengths.append(game.ply)
+            if game.ply > 0:  # an hcpe3 record needs a move; an opening that is already over has none
+                on_game_done(game.finished)
+            if refresh is not None and (new := refresh()) is not None:
+                search.evaluator = new
+                search.cache.clear()
+            slots[s] = None
+            if started < n_games:
+                slots[s] = new_game()
+                started += 1
+    stats.moves = sum(stats.lengths) + sum(g.ply for g in slots if g is not None)
+    stats.seconds = time.perf_counter() - start
+    stats.eval_seconds = search.stats.eval_seconds
+    stats.evaluations = search.stats.evaluations
+    return stats
+
+
+def _play_move(game: SelfPlayGame, cfg: Config, rng: np.random.Generator, resign_at: float,
+               reuse: bool) -> None:
+    """After the search: resign, or record and play the chosen move."""
+    tree = game.tree
+    if not tree.root.expanded or len(tree.root.moves) == 0:
+        return  # settled by the rules at the next step
+    turn = game.board.turn
+    if resign_at > 0 and root_winrate(tree) < resign_at:
+        if not game.no_resign:
+            game.finish(_win_for(1 - turn), END_RESIGN)
+            return
+        if game.would_resign is None:
+            game.would_resign = turn
+    i = _choose(tree, game.ply, cfg, rng)
+    move = int(tree.root.moves[i])
+    cands = _candidates(tree) if game.full else np.zeros((0, 2), np.uint16)
+    game.full_searches += int(game.full)
+    game.record.moves.append(MoveRecord(cshogi.move16(move), winrate_to_cp(_move_winrate(tree, i)), cands))
+    tree.advance(move, reuse)

@@ -1,0 +1,130 @@
+"""Gating: a candidate generation plays the current best; if it proves stronger, best.json points at it.
+
+The match stops as soon as the SPRT (`cfg.gate`: elo0, elo1, alpha, beta) decides. If it is still
+undecided at `max_games`, the candidate passes when its score reaches `cap_pass_score`, so a run
+keeps moving even when gates are too short for the test to decide. Promotion is `RunDir.set_best`,
+an atomic rename: self-play workers reading best.json see the old best or the new one, and a crash
+in between leaves the old best. The ratings.csv row is written after the promotion, so a row that
+says "promoted" is never a lie.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+from dlzero.config import Config, InferenceConfig
+from dlzero.errors import RunDirError
+from dlzero.inference import load_model
+from dlzero.rundir import RunDir
+from selfplay.arena import GameRecord, MatchResult, append_rating, play_match
+
+
+@dataclass
+class GateResult:
+    """Outcome of one gate, from the candidate's point of view.
+
+    `decision`: "accept"/"reject" (SPRT decided), "cap_pass"/"cap_fail" (undecided at the game cap,
+    judged by `cap_pass_score`), or "no_best" (nothing to play against: promoted without a match).
+    """
+
+    candidate: int
+    best: int | None
+    wins: int
+    draws: int
+    losses: int
+    score: float
+    elo: float
+    elo_low: float
+    elo_high: float
+    llr: float
+    decision: str
+    promoted: bool
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    def summary(self) -> str:
+        """One readable line: who played whom, W-D-L, score, Elo with its 95% interval, decision."""
+        if self.best is None:
+            return f"gen {self.candidate}: no best model yet -> promoted"
+        verdict = "PROMOTED" if self.promoted else "not promoted"
+        return (f"gen {self.candidate} vs gen {self.best}: {self.games} games, "
+                f"W-D-L {self.wins}-{self.draws}-{self.losses}, score {self.score:.3f}, "
+                f"Elo {self.elo:+.0f} [{self.elo_low:+.0f}, {self.elo_high:+.0f}] (95%), "
+                f"LLR {self.llr:+.2f}, {self.decision} -> {verdict}")
+
+
+def final_decision(match: MatchResult, cap_pass_score: float) -> str:
+    """The SPRT's verdict, or at the game cap the score test."""
+    if match.decision != "continue":
+        return match.decision
+    return "cap_pass" if match.score >= cap_pass_score else "cap_fail"
+
+
+def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progress: bool = True, *,
+                     games: int | None = None, playouts: int | None = None, parallel: int = 16,
+                     inference: InferenceConfig | None = None, seed: int = 0,
+                     report: bool = True) -> GateResult:
+    """Play `candidate_generation` against the current best and promote it if it wins the gate.
+
+    `games` and `playouts` override `cfg.gate.max_games` and `cfg.gate.playouts`. Games are kept as
+    CSA files under games/gen-XXXX-vs-gen-YYYY/ and the result is appended to metrics/ratings.csv.
+    With `report`, the result line (score, Elo with 95% interval, decision) goes to stderr.
+    """
+    cand_path = rd.model_path(candidate_generation)
+    if not cand_path.is_file():
+        raise RunDirError(f"candidate generation {candidate_generation}: {cand_path} does not exist")
+    best = rd.best()
+    if best is None:
+        rd.set_best(candidate_generation, "first model (no best to play against)")
+        result = GateResult(candidate_generation, None, 0, 0, 0, 0.5, 0.0, 0.0, 0.0, 0.0, "no_best", True)
+        if report:
+            print(result.summary(), file=sys.stderr)
+        return result
+    if best.generation == candidate_generation:
+        raise RunDirError(f"generation {candidate_generation} is already the best")
+
+    gate = cfg.gate
+    n_games = games or gate.max_games
+    inference = inference or cfg.inference
+    cand_eval = load_model(cand_path, inference)
+    best_eval = load_model(rd.best_model_path(), inference)
+    names = (f"gen-{candidate_generation:04d}", f"gen-{best.generation:04d}")
+    bar = tqdm(total=n_games, desc=f"gate {names[0]} vs {names[1]}", unit="game", file=sys.stderr,
+               disable=not progress, leave=False)
+
+    def on_game(_: GameRecord, m: MatchResult) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"W-D-L {m.wins}-{m.draws}-{m.losses} LLR {m.llr:+.2f}")
+
+    try:
+        match = play_match(cand_eval, best_eval, n_games, cfg, playouts=playouts, parallel=parallel,
+                           sprt=True, seed=seed, record_dir=rd.games_dir / f"{names[0]}-vs-{names[1]}",
+                           names=names, on_game=on_game)
+    finally:
+        bar.close()
+        cand_eval.close()
+        best_eval.close()
+
+    decision = final_decision(match, gate.cap_pass_score)
+    elo, low, high = match.elo()
+    promoted = decision in ("accept", "cap_pass")
+    result = GateResult(candidate_generation, best.generation, match.wins, match.draws, match.losses,
+                        match.score, elo, low, high, match.llr, decision, promoted)
+    if promoted:
+        rd.set_best(candidate_generation, f"gate: {decision}, {result.summary()}")
+    append_rating(rd.metrics_dir / "ratings.csv", {
+        "generation": candidate_generation, "opponent": best.generation, "games": result.games,
+        "wins": result.wins, "draws": result.draws, "losses": result.losses, "score": f"{result.score:.4f}",
+        "elo": f"{elo:.1f}", "elo_low": f"{low:.1f}", "elo_high": f"{high:.1f}", "llr": f"{match.llr:.3f}",
+        "decision": decision, "promoted": int(promoted),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    })
+    if report:
+        print(result.summary(), file=sys.stderr)
+    return result

@@ -1,0 +1,50 @@
+"""`dlzero bestmove`: prints a legal move, or the analysis as JSON; bad input exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import cshogi
+import pytest
+
+from dlzero.commands import bestmove
+from dlzero.config import ModelConfig
+from dlzero.errors import DlzeroError
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    from dlzero.model import new_model, save_model
+
+    path = tmp_path_factory.mktemp("bm") / "m.pt"
+    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
+    return str(path)
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    bestmove.register(parser.add_subparsers())
+    args = parser.parse_args(["bestmove", "--threads", "1", *argv])
+    return args.func(args)
+
+
+def test_prints_legal_move(model, capsys):
+    assert _run(["--model", model, "--position", "startpos moves 7g7f", "--playouts", "40"]) == 0
+    move = capsys.readouterr().out.strip()
+    board = cshogi.Board()
+    board.push_usi("7g7f")
+    assert board.is_legal(board.move_from_usi(move))
+
+
+def test_json_has_the_analysis(model, capsys):
+    assert _run(["--model", model, "--sfen", cshogi.STARTING_SFEN, "--playouts", "40", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) >= {"position", "bestmove", "pv", "winrate", "score_cp", "moves", "nodes", "playouts"}
+
+
+def test_errors_are_dlzero_errors(model, tmp_path):
+    with pytest.raises(DlzeroError):
+        _run(["--model", model, "--position", "startpos moves 9a9b"])
+    with pytest.raises(DlzeroError):
+        _run(["--model", str(tmp_path / "missing.pt"), "--position", "startpos"])

@@ -1,0 +1,115 @@
+"""The `dlzero` command line for the foundation commands, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlzero.cli import main
+from dlzero.config import InferenceConfig
+from dlzero.inference import load_model
+from dlzero.model import load_model_file, new_model
+
+SMALL = ["--set", "model.blocks=1", "--set", "model.channels=8", "--set", "model.value_fc=16"]
+
+
+def dlzero(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    script = shutil.which("dlzero", path=str(Path(sys.executable).parent))
+    cmd = [script] if script else [sys.executable, "-m", "dlzero.cli"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "error:" in lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    proc = dlzero("init-model", "--out", "m.pt", "--seed", "3", *SMALL, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    return root
+
+
+def test_init_model(workdir):
+    model, meta = load_model_file(workdir / "m.pt")
+    assert (model.cfg.blocks, model.cfg.channels, model.cfg.value_fc) == (1, 8, 16)
+    assert meta.generation == 0 and meta.name == "b1c8"
+    # the seed fixes the weights
+    same = new_model(model.cfg, seed=3).eval()
+    for key, tensor in model.state_dict().items():
+        assert (tensor == same.state_dict()[key]).all(), key
+
+
+def test_export_and_bench(workdir):
+    proc = dlzero("export", "m.pt", "--out", "m.onnx", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "max |torch - onnx|" in proc.stderr
+    x = np.random.default_rng(0).random((5, 100, 9, 9), dtype=np.float32)
+    cpu = InferenceConfig(device="cpu", optimize="none")
+    p1, v1 = load_model(workdir / "m.pt", cpu).evaluate(x)
+    p2, v2 = load_model(workdir / "m.onnx", cpu).evaluate(x)
+    np.testing.assert_allclose(p1, p2, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(v1, v2, rtol=0, atol=1e-4)
+
+    proc = dlzero("bench", "infer", "--model", "m.pt", "--batch", "1,4", "--seconds", "0.2", "--json",
+                  "--threads", "1", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert rows, proc.stdout
+    for row in rows:
+        assert {"backend", "batch", "positions_per_s"} <= set(row)
+        assert row["positions_per_s"] > 0
+    network = [(r["backend"], r["batch"]) for r in rows if r["backend"] != "encoder"]
+    assert sorted(network) == sorted((b, n) for b in ("torch-eager", "torch", "onnx") for n in (1, 4))
+    assert [r["backend"] for r in rows].count("encoder") == 1
+
+
+def test_bad_config_key_is_one_line(workdir):
+    proc = dlzero("init-model", "--out", "bad.pt", "--set", "model.blockz=3", cwd=workdir)
+    line = _one_line_error(proc)
+    assert line.startswith("dlzero init-model: error:") and "model.blockz" in line
+    assert not (workdir / "bad.pt").exists()
+
+
+def _main_error(capsys, *argv: str) -> str:
+    """Run the CLI in-process (cheaper than a subprocess) and return its one-line error."""
+    assert main(list(argv)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+def test_more_config_errors_in_process(workdir, capsys):
+    out = str(workdir / "bad2.pt")
+    assert "model.blocks" in _main_error(capsys, "init-model", "--out", out, "--set", "model.blocks=-2")
+    assert "no-such-config.yaml" in _main_error(capsys, "init-model", "--out", out,
+                                                "--config", "no-such-config.yaml")
+    assert "must look like section.key=value" in _main_error(capsys, "init-model", "--out", out,
+                                                              "--set", "model.blocks")
+    assert not Path(out).exists()
+
+
+def test_missing_or_bad_model_file(workdir, capsys):
+    proc = dlzero("export", "missing.pt", "--out", "x.onnx", cwd=workdir)
+    line = _one_line_error(proc)
+    assert "missing.pt" in line and "does not exist" in line
+    junk = workdir / "junk.pt"
+    junk.write_bytes(b"PK\x03\x04 not a real zip")
+    line = _main_error(capsys, "bench", "infer", "--model", str(junk), "--batch", "1", "--seconds", "0.05")
+    assert "junk.pt" in line
+    line = _main_error(capsys, "export", str(junk), "--out", str(workdir / "junk.onnx"))
+    assert "junk.pt" in line and not (workdir / "junk.onnx").exists()

@@ -1,0 +1,50 @@
+"""Progress plot from the run's CSV files."""
+
+from __future__ import annotations
+
+from dlzero.config import Config
+from dlzero.rundir import RunDir
+from selfplay.plots import elo_chain, loss_series, plot_progress
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+RATINGS = """\
+generation,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high,llr,decision,promoted,timestamp
+1,0,40,30,5,5,0.8,100.0,50,150,3.0,accept,1,t
+2,1,40,10,5,25,0.3,-20.0,-80,40,-3.0,reject,0,t
+3,1,100,50,10,40,0.55,50.0,0,100,1.0,cap_pass,1,t
+"""
+
+
+def test_elo_chain_sums_accepted_gates():
+    import csv
+    import io
+
+    best, rejected = elo_chain(list(csv.DictReader(io.StringIO(RATINGS))))
+    assert best == {0: 0.0, 1: 100.0, 3: 150.0}
+    assert rejected == [(2, 80.0)]
+    # files without a promoted column fall back to the SPRT decision
+    best, rejected = elo_chain([{"generation": "1", "opponent": "0", "elo": "30", "decision": "accept"},
+                                {"generation": "2", "opponent": "1", "elo": "x", "decision": "reject"}])
+    assert best == {0: 0.0, 1: 30.0} and rejected == []
+
+
+def test_loss_series_tolerates_missing_cells():
+    rows = [{"step": "10", "policy_loss": "3.0", "value_loss": ""}, {"step": "20", "policy_loss": "2.5",
+                                                                     "value_loss": "0.9", "lr": "0.1"}]
+    x_label, series = loss_series(rows)
+    assert x_label == "step"
+    assert series == {"policy_loss": ([10.0, 20.0], [3.0, 2.5]), "value_loss": ([20.0], [0.9])}
+
+
+def test_plot_progress_writes_png(tmp_path):
+    rd = RunDir.create(tmp_path / "run", Config())
+    out = plot_progress(rd)  # no CSVs yet: still a valid (empty) plot
+    assert out.read_bytes().startswith(PNG_SIGNATURE)
+    (rd.metrics_dir / "metrics.csv").write_text(
+        "step,generation,policy_loss,value_loss,lr\n100,1,4.1,0.95,0.02\n200,1,3.8,0.91,0.02\n300,2,3.5,\n")
+    (rd.metrics_dir / "ratings.csv").write_text(RATINGS)
+    out = plot_progress(rd)
+    assert out == rd.metrics_dir / "progress.png"
+    data = out.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 5000

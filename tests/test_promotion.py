@@ -1,0 +1,130 @@
+"""Gating and promotion: SPRT verdicts, the cap rule, ratings.csv, atomic best.json."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+
+import pytest
+
+import selfplay.promotion as promotion
+from dlzero.commands import gate
+from dlzero.config import Config, ModelConfig
+from dlzero.errors import RunDirError
+from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.rundir import RunDir
+from selfplay.arena import MatchResult
+from selfplay.promotion import gate_and_promote
+
+
+def _cfg() -> Config:
+    cfg = Config(model=ModelConfig(blocks=1, channels=8, value_channels=1, value_fc=8))
+    cfg.inference.threads = 1
+    cfg.gate.max_games, cfg.gate.playouts, cfg.gate.max_moves = 2, 4, 16
+    return cfg
+
+
+@pytest.fixture()
+def run(tmp_path) -> tuple[RunDir, Config]:
+    cfg = _cfg()
+    rd = RunDir.create(tmp_path / "run", cfg)
+    for gen in (0, 1):
+        save_model(new_model(cfg.model, seed=gen), rd.model_path(gen), ModelMetadata(generation=gen))
+    rd.set_best(0, "random initialisation")
+    return rd, cfg
+
+
+def _fake_match(monkeypatch, wins: int, draws: int, losses: int, decision: str) -> None:
+    def fake(*args, **kwargs) -> MatchResult:
+        return MatchResult(wins=wins, draws=draws, losses=losses, llr=1.0, decision=decision)
+
+    monkeypatch.setattr(promotion, "play_match", fake)
+
+
+def _ratings(rd: RunDir) -> list[dict[str, str]]:
+    with (rd.metrics_dir / "ratings.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_real_gate_plays_records_and_rates(run):
+    rd, cfg = run
+    result = gate_and_promote(rd, cfg, 1, progress=False, parallel=2)
+    assert result.games == 2 and result.best == 0 and result.candidate == 1
+    assert result.decision in ("cap_pass", "cap_fail")  # two games never decide the SPRT at 5%/5%
+    assert result.promoted == (result.score >= cfg.gate.cap_pass_score)
+    assert rd.best().generation == (1 if result.promoted else 0)
+    assert sorted(p.name for p in (rd.games_dir / "gen-0001-vs-gen-0000").iterdir()) == ["game-000.csa",
+                                                                                       "game-001.csa"]
+    rows = _ratings(rd)
+    assert len(rows) == 1 and rows[0]["generation"] == "1" and rows[0]["opponent"] == "0"
+    assert rows[0]["games"] == "2" and rows[0]["decision"] == result.decision
+
+
+def test_winner_is_promoted_loser_is_not(run, monkeypatch):
+    rd, cfg = run
+    _fake_match(monkeypatch, 0, 2, 10, "reject")
+    lost = gate_and_promote(rd, cfg, 1, progress=False)
+    assert (lost.decision, lost.promoted, rd.best().generation) == ("reject", False, 0)
+    assert lost.elo < 0 and lost.elo_low < lost.elo < lost.elo_high
+    _fake_match(monkeypatch, 10, 2, 0, "accept")
+    won = gate_and_promote(rd, cfg, 1, progress=False)
+    assert (won.decision, won.promoted, rd.best().generation) == ("accept", True, 1)
+    assert "accept" in rd.best().reason
+    assert [r["promoted"] for r in _ratings(rd)] == ["0", "1"]
+
+
+@pytest.mark.parametrize("wins,losses,decision,promoted",
+                         [(6, 4, "cap_pass", True), (5, 5, "cap_fail", False)])
+def test_cap_rule(run, monkeypatch, wins, losses, decision, promoted):
+    rd, cfg = run
+    _fake_match(monkeypatch, wins, 0, losses, "continue")
+    result = gate_and_promote(rd, cfg, 1, progress=False)
+    assert (result.decision, result.promoted) == (decision, promoted)
+    assert rd.best().generation == (1 if promoted else 0)
+
+
+def test_crash_during_promotion_keeps_the_old_best(run, monkeypatch):
+    rd, cfg = run
+    _fake_match(monkeypatch, 10, 0, 0, "accept")
+    real_replace = os.replace
+
+    def crashing_replace(src, dst):
+        if os.path.basename(dst) == "best.json":
+            raise OSError("simulated crash")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", crashing_replace)
+    with pytest.raises(OSError, match="simulated crash"):
+        gate_and_promote(rd, cfg, 1, progress=False)
+    assert json.loads(rd.best_path.read_text())["generation"] == 0
+    assert rd.best().generation == 0
+    assert not [p for p in rd.models_dir.iterdir() if p.name.startswith(".")]  # no temp file left
+    assert not (rd.metrics_dir / "ratings.csv").exists()  # no row claims a promotion that did not happen
+
+
+def test_edge_cases(run):
+    rd, cfg = run
+    with pytest.raises(RunDirError):
+        gate_and_promote(rd, cfg, 7, progress=False)
+    with pytest.raises(RunDirError):
+        gate_and_promote(rd, cfg, 0, progress=False)
+    rd.best_path.unlink()
+    first = gate_and_promote(rd, cfg, 0, progress=False)
+    assert (first.decision, first.promoted, rd.best().generation) == ("no_best", True, 0)
+
+
+def test_gate_command(run, capsys):
+    rd, _ = run
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    gate.register(sub)
+    args = parser.parse_args(["gate", "--run", str(rd.root), "--games", "2", "--playouts", "2",
+                              "--threads", "1", "--set", "gate.max_moves=12", "--no-progress"])
+    assert args.func(args) == 0
+    assert "gen 1 vs gen 0: 2 games" in capsys.readouterr().out
+    args = parser.parse_args(["match", str(rd.model_path(1)), "random", "--games", "2", "--playouts", "2",
+                              "--threads", "1", "--set", "gate.max_moves=12"])
+    assert args.func(args) == 0
+    assert "2 games, W-D-L" in capsys.readouterr().out

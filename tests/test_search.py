@@ -1,0 +1,150 @@
+"""Search behaviour the engine relies on: mates, draws, declaration, tree reuse, batching."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import cshogi
+import numpy as np
+
+from dlzero.config import Config, SearchConfig
+from dlzero.encoding import NUM_LABELS
+from dlzero.engine.player import Player, root_checks
+from dlzero.engine.timeman import Limits
+from dlzero.inference import NullEvaluator
+from dlzero.inference.base import Evaluator
+from dlzero.position import parse_position
+from dlzero.search import Search, Tree, find_mate, leaf_result
+
+MATE1 = "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1"        # G*5b mates
+MATE3 = "sfen 4k4/9/9/4G4/9/9/9/9/4K4 b RG 1"       # no mate in 1, mate in 3
+NYUGYOKU = "sfen RBGGSSGG1/PPPPPPPPP/4K4/9/9/9/9/9/4k4 b RB 1"
+
+
+class HashEvaluator(Evaluator):
+    """Deterministic, position-dependent priors and values (a stand-in for a network)."""
+
+    backend = "hash"
+
+    def __init__(self) -> None:
+        super().__init__(1 << 16)
+
+    def _run(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s = planes.reshape(len(planes), -1).astype(np.float64) @ np.arange(planes[0].size, dtype=np.float64)
+        logits = np.sin(np.outer(s % 97 + 1, np.arange(NUM_LABELS) * 0.013)).astype(np.float32)
+        return logits, np.tanh(np.sin(s)).astype(np.float32) * 0.5
+
+
+def _cfg(**search) -> Config:
+    cfg = Config()
+    cfg.search = dataclasses.replace(cfg.search, **search)
+    return cfg
+
+
+def _mates_in_3(board: cshogi.Board, usi: str) -> bool:
+    b = board.copy()
+    b.push_usi(usi)
+    replies = list(b.legal_moves)
+    ok = all(True for _ in replies)
+    for r in replies:
+        b.push(r)
+        ok = ok and bool(find_mate(b, 1))
+        b.pop()
+    return ok and bool(replies)
+
+
+def test_root_checks_find_mate_in_1_and_3():
+    assert root_checks(parse_position(MATE1), 7).bestmove == "G*5b"
+    board = parse_position(MATE3)
+    result = root_checks(board, 7)
+    assert result.mate == 3 and _mates_in_3(board, result.bestmove)
+    assert root_checks(board, 1) is None
+
+
+def test_tree_finds_mate_in_1_without_root_check():
+    player = Player(NullEvaluator(), _cfg(root_mate_depth=0, leaf_mate_depth=0))
+    player.set_position(parse_position(MATE1))
+    result = player.think(Limits(playouts=300))
+    assert result.bestmove == "G*5b" and result.mate == 1
+
+
+def test_tree_finds_mate_in_3_with_leaf_mate_search():
+    player = Player(NullEvaluator(), _cfg(root_mate_depth=0, leaf_mate_depth=1, batch_size=16))
+    board = parse_position(MATE3)
+    player.set_position(board)
+    result = player.think(Limits(playouts=1500))
+    assert _mates_in_3(board, result.bestmove)
+
+
+def test_repetition_child_gets_draw_value():
+    # After 2h3h 8b7b 3h2h, White's 7b8b brings back the start position.
+    cfg = SearchConfig(draw_value_black=0.3, draw_value_white=0.6, root_mate_depth=0)
+    board = parse_position("startpos moves 2h3h 8b7b 3h2h")
+    tree = Tree(board)
+    Search(NullEvaluator(), cfg).run([tree], 3000, leaves_per_tree=8)
+    i = tree.root.child_index(board.move_from_usi("7b8b"))
+    child = tree.root.children[i]
+    assert child is not None and child.terminal == 0.3  # Black to move in the repeated position
+
+
+def test_perpetual_check_is_a_loss_for_the_checker():
+    # Black's rook checks from file 1 and file 2 while White's king steps between 1a and 2a; the
+    # last move repeats the position after Black's first check.
+    board = parse_position("sfen 8k/9/9/9/9/9/9/7R1/K8 b - 1 moves 2h1h 1a2a 1h2h 2a1a 2h1h")
+    value = leaf_result(board, SearchConfig(leaf_mate_depth=0), len(list(board.legal_moves)))
+    assert value == 1.0  # White, to move, was checked perpetually: White wins
+
+
+def test_declaration_win():
+    board = parse_position(NYUGYOKU)
+    assert board.is_nyugyoku()
+    player = Player(NullEvaluator(), Config())
+    player.set_position(board)
+    assert player.think(Limits(playouts=10)).bestmove == "win"
+
+
+def test_max_moves_draw():
+    cfg = SearchConfig(max_moves=20, draw_value_black=0.2, draw_value_white=0.7, leaf_mate_depth=0)
+    board = parse_position("sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 20")
+    tree = Tree(board)
+    Search(NullEvaluator(), cfg).run([tree], 200, leaves_per_tree=8)
+    children = [c for c in tree.root.children if c is not None]
+    assert children and all(c.terminal == 0.7 for c in children)  # White to move in each child
+
+
+def test_tree_reuse_keeps_visits():
+    player = Player(HashEvaluator(), _cfg(root_mate_depth=0))
+    board = parse_position("startpos")
+    player.set_position(board)
+    result = player.think(Limits(playouts=300))
+    move = board.move_from_usi(result.bestmove)
+    visits = player.tree.root.n[player.tree.root.child_index(move)]
+    board.push(move)
+    player.set_position(board)
+    assert player.tree.root.visits >= visits - 1 > 10
+
+
+def test_batched_and_single_leaf_agree():
+    cfg = SearchConfig(root_mate_depth=0, leaf_mate_depth=0)
+    board = parse_position(MATE1)
+    fractions = {}
+    for leaves in (1, 32):
+        tree = Tree(board.copy())
+        Search(HashEvaluator(), cfg).run([tree], 800, leaves_per_tree=leaves)
+        root = tree.root
+        best = int(np.argmax(root.n))
+        assert cshogi.move_to_usi(int(root.moves[best])) == "G*5b"
+        fractions[leaves] = root.n[best] / root.n.sum()
+    assert abs(fractions[1] - fractions[32]) < 0.1
+
+
+def test_lockstep_equals_one_at_a_time():
+    cfg = SearchConfig(root_mate_depth=0)
+    positions = ["startpos", "startpos moves 7g7f", "startpos moves 2g2f 8c8d", MATE3]
+    together = [Tree(parse_position(p)) for p in positions]
+    Search(HashEvaluator(), cfg).run(together, 120, leaves_per_tree=4)
+    for p, tree in zip(positions, together, strict=True):
+        alone = Tree(parse_position(p))
+        Search(HashEvaluator(), cfg).run([alone], 120, leaves_per_tree=4)
+        np.testing.assert_array_equal(alone.root.n, tree.root.n)
+        np.testing.assert_allclose(alone.root.w, tree.root.w)

@@ -1,0 +1,235 @@
+"""Self-play: lockstep games, hcpe3 shards in the run directory, workers, promotion, resignation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cshogi
+import numpy as np
+import pytest
+
+from dlzero.config import Config, load_config
+from dlzero.data.hcpe3 import (
+    BLACK_WIN,
+    FLAG_MAX_MOVES,
+    FLAG_NYUGYOKU,
+    FLAG_REPETITION,
+    RESULT_DRAW,
+    WHITE_WIN,
+    ShardWriter,
+    read_hcpe3,
+    read_sidecar,
+)
+from dlzero.inference import load_model
+from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.rundir import RunDir
+from selfplay.games import FinishedGame, ResignController, play_games
+from selfplay.worker import Worker, ensure_best_model, run_selfplay
+
+TINY = [
+    "model.blocks=1", "model.channels=16", "model.value_fc=16",
+    "inference.backend=torch", "inference.optimize=none", "inference.threads=1",
+    "search.root_mate_depth=3",
+    "selfplay.playouts=8", "selfplay.cheap_playouts=4", "selfplay.full_search_prob=0.5",
+    "selfplay.random_plies=2", "selfplay.max_moves=40", "selfplay.games_in_parallel=3",
+    "selfplay.games_per_shard=2",
+]
+
+
+def tiny_config(*extra: str) -> Config:
+    return load_config(None, [*TINY, *extra])
+
+
+def tiny_evaluator(cfg: Config, tmp_path: Path, seed: int = 0):
+    path = save_model(new_model(cfg.model, seed=seed), tmp_path / f"m{seed}.pt", ModelMetadata())
+    return load_model(path, cfg.inference)
+
+
+def _winner_of(colour: int) -> int:
+    return BLACK_WIN if colour == cshogi.BLACK else WHITE_WIN
+
+
+def check_game(game: FinishedGame, cfg: Config, opening_plies: int = 0) -> None:
+    """The record replays legally and its result agrees with how the game ended.
+
+    max_moves counts plies from the initial position, opening included (the hcp has no move number).
+    """
+    rec = game.record
+    board = rec.start_board()
+    for move in rec.moves:
+        legal = {cshogi.move16(m) for m in board.legal_moves}
+        assert move.move16 in legal
+        assert set(move.candidates[:, 0].tolist()) <= legal
+        board.push_move16(move.move16)
+    assert game.full_searches == sum(m.is_target for m in rec.moves)
+    last_mover = 1 - board.turn
+    if game.reason == "mate":
+        assert not any(True for _ in board.legal_moves) and rec.result == _winner_of(last_mover)
+    elif game.reason == "mate_found":
+        assert rec.result == _winner_of(last_mover) and rec.moves[-1].eval == 30000
+        assert not rec.moves[-1].is_target
+    elif game.reason == "repetition":
+        assert rec.result == RESULT_DRAW | FLAG_REPETITION
+        assert board.is_draw(16) == cshogi.REPETITION_DRAW
+    elif game.reason == "max_moves":
+        assert rec.result == RESULT_DRAW | FLAG_MAX_MOVES
+        assert opening_plies + len(rec.moves) >= cfg.selfplay.max_moves
+    elif game.reason == "declaration":
+        assert rec.result == _winner_of(board.turn) | FLAG_NYUGYOKU
+    elif game.reason == "resign":
+        assert rec.result == _winner_of(last_mover)
+    else:
+        assert game.reason == "perpetual_check" and rec.winner in (BLACK_WIN, WHITE_WIN)
+
+
+def test_lockstep_games_write_valid_shards(tmp_path):
+    cfg = tiny_config("selfplay.resign_threshold=0.2", "selfplay.no_resign_fraction=0.5")
+    ev = tiny_evaluator(cfg, tmp_path)
+    done: list[FinishedGame] = []
+    writer = ShardWriter(tmp_path / "data", "t", cfg.selfplay.games_per_shard, {"generation": 0})
+
+    def on_done(game: FinishedGame) -> None:
+        done.append(game)
+        writer.add(game.record)
+
+    stats = play_games(ev, cfg, 7, on_done, np.random.default_rng(1))
+    writer.close()
+    assert stats.games == len(done) == 7
+    assert stats.evaluations > 0 and stats.eval_seconds > 0
+    games = [g for p in writer.written for g in read_hcpe3(p)]  # validates legality by replay
+    assert games == [g.record for g in done]
+    assert sum(read_sidecar(p)["games"] for p in writer.written) == 7
+    targets = [m for g in games for m in g.moves if m.is_target]
+    cheap = [m for g in games for m in g.moves if not m.is_target]
+    assert targets and cheap
+    assert all(m.candidates[:, 1].sum() >= 1 for m in targets)
+    for game in done:
+        check_game(game, cfg)
+        assert (game.false_positive is None) == (game.would_resign is None)
+
+
+def test_openings_start_at_the_opening_position(tmp_path):
+    line = "startpos moves 7g7f 3c3d 2g2f"
+    (tmp_path / "open.txt").write_text(f"# comment\n{line}\n")
+    cfg = tiny_config(f"selfplay.openings={tmp_path / 'open.txt'}", "selfplay.max_moves=12")
+    done: list[FinishedGame] = []
+    play_games(tiny_evaluator(cfg, tmp_path), cfg, 2, done.append, np.random.default_rng(0))
+    board = cshogi.Board()
+    for usi in line.split()[2:]:
+        board.push_usi(usi)
+    hcp = np.zeros(32, np.uint8)
+    board.to_hcp(hcp)
+    assert len(done) == 2
+    for game in done:
+        assert np.array_equal(game.record.start_hcp, hcp)
+        check_game(game, cfg, opening_plies=3)
+
+
+def test_resign_controller_tracks_false_positive_rate():
+    ctl = ResignController(0.05, target=0.05, min_samples=10)
+    for _ in range(9):
+        ctl.observe(True)
+    assert ctl.threshold == 0.05  # too few samples to act on
+    ctl.observe(True)
+    assert ctl.threshold < 0.05
+    for _ in range(200):
+        ctl.observe(True)
+    assert ctl.threshold == pytest.approx(ctl.lowest)
+    low = ctl.threshold
+    for _ in range(400):
+        ctl.observe(False)
+    assert low < ctl.threshold <= ctl.highest
+    assert ctl.fp_rate == 0.0 and ctl.checked == 610 and ctl.false_positives == 210
+    back = ResignController.from_dict(ctl.to_dict(), 0.05, 0.05)
+    assert (back.threshold, back.checked) == (ctl.threshold, ctl.checked)
+    assert list(back.history) == list(ctl.history)
+    off = ResignController(0.0, 0.05, min_samples=1)
+    off.observe(False)
+    assert off.threshold == 0.0
+
+
+class _PromotingQueue:
+    """Stands in for the worker's queue; promotes generation 1 when the first game is reported."""
+
+    def __init__(self, rd: RunDir, cfg: Config) -> None:
+        self.rd, self.cfg, self.messages = rd, cfg, []
+
+    def put(self, msg: tuple) -> None:
+        self.messages.append(msg)
+        if msg[0] == "game" and self.rd.best().generation == 0:
+            save_model(new_model(self.cfg.model, seed=5), self.rd.model_path(1), ModelMetadata(generation=1))
+            self.rd.set_best(1, "test")
+
+
+def test_worker_picks_up_promoted_model(tmp_path):
+    cfg = tiny_config("selfplay.games_in_parallel=1", "selfplay.games_per_shard=1", "selfplay.max_moves=10")
+    rd = RunDir.create(tmp_path / "run", cfg)
+    ensure_best_model(rd, cfg, seed=0)
+    q = _PromotingQueue(rd, cfg)
+    Worker(rd, cfg, 0, q, seed=0, check_interval=0.0).run(3)
+    gens = [m[2]["generation"] for m in q.messages if m[0] == "game"]
+    assert gens == [0, 1, 1]
+    assert q.messages[-1][0] == "done"
+    for gen, n in ((0, 1), (1, 2)):
+        shards = sorted(rd.data_dir_for(gen).glob("*.hcpe3"))
+        assert len(shards) == n
+        assert all(read_sidecar(p)["meta"]["generation"] == gen for p in shards)
+        assert all(len(read_hcpe3(p)) == 1 for p in shards)
+
+
+def _dlzero() -> list[str]:
+    exe = Path(sys.executable).with_name("dlzero")
+    return [str(exe)] if exe.is_file() else [shutil.which("dlzero") or "dlzero"]
+
+
+@pytest.mark.slow
+def test_cli_selfplay_creates_run(tmp_path):
+    run = tmp_path / "run"
+    sets = [a for s in TINY for a in ("--set", s)]
+    proc = subprocess.run([*_dlzero(), "selfplay", "--run", str(run), "--games", "4", "--workers", "2",
+                           "--quiet", *sets], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rd = RunDir.open(run)
+    assert rd.best().generation == 0 and rd.model_path(0).is_file()
+    shards = rd.shards()
+    assert shards and sum(len(read_hcpe3(p)) for p in shards) == 4
+    assert {read_sidecar(p)["meta"]["worker"] for p in shards} == {0, 1}
+    assert "4 games" in proc.stderr
+
+
+@pytest.mark.slow
+def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
+    cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30")
+    rd = RunDir.create(tmp_path / "run", cfg)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            shards = list(rd.data_dir.glob("gen-*/selfplay-w0-*.hcpe3"))
+            if shards:
+                pid = int(shards[0].name.split("-")[2])  # ShardWriter names: prefix-pid-...
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    summary = run_selfplay(rd, cfg, games=120, workers=2, progress=False, seed=0)
+    t.join()
+    assert killed, "no shard appeared to trigger the kill"
+    assert summary.failed_workers == [0]
+    assert "worker 0" in capfd.readouterr().err
+    written = list(rd.data_dir.glob("gen-*/*.hcpe3"))
+    assert written and sorted(written) == sorted(rd.shards())
+    for p in written:
+        assert len(read_hcpe3(p)) == read_sidecar(p)["games"] == 1
+    assert summary.games >= len(written)

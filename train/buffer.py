@@ -1,0 +1,147 @@
+"""Training positions in compact arrays, decoded into batches on demand.
+
+Storage per position (about 44 bytes plus 6 per policy candidate):
+
+    base_hcp   u8[32]  the position *before* the last move, or the position itself when last_move is 0
+    last_move  u16     move16 that leads from base_hcp to the training position (0: none known)
+    ply        u16     plies played before the training position (drives the game-progress plane)
+    value      f32     value target as a win rate for the side to move, in [0, 1]
+    result     f32     game result for the side to move: 1 win, 0 loss, 0.5 draw (for value accuracy)
+    policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target
+
+Why sparse: a dense float16 (N, 2187) target costs 4.4 KB a position, 8.7 GB for a 2M window, while
+searches visit a few dozen moves at most. Why the position before the last move: an hcp carries no
+history, so a board rebuilt from it alone would have empty last-move planes in training while search
+always fills them at inference. Replaying the one move restores those planes exactly. The repetition
+planes stay zero in training (one move of history cannot repeat a position); hcpe data has no previous
+move at all, so its last-move planes are zero too, and its progress plane reads ply 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cshogi
+import numpy as np
+import torch
+
+from dlzero.encoding import NUM_LABELS, NUM_PLANES, Encoder
+
+EVAL_COEF = 756.0  # dlshogi's cp <-> win-rate scale (design.md "Value"); hcpe/hcpe3 evals use it
+
+
+def value_target(result: np.ndarray, eval_cp: np.ndarray, val_lambda: float) -> np.ndarray:
+    """dlshogi's blended value target: (1 - λ)·z + λ·sigmoid(eval / 756), a win rate in [0, 1].
+
+    z is the game result for the side to move (1, 0, 0.5) and eval the search's score of the
+    position in centipawns from the side to move; the blend trades the result's truth for the
+    eval's lower variance.
+    """
+    z = np.asarray(result, dtype=np.float64)
+    p = 1.0 / (1.0 + np.exp(-np.asarray(eval_cp, dtype=np.float64) / EVAL_COEF))
+    return ((1.0 - val_lambda) * z + val_lambda * p).astype(np.float32)
+
+
+@dataclass
+class Batch:
+    """Decoded training samples, as torch tensors on the CPU."""
+
+    planes: torch.Tensor  # (B, 100, 9, 9) float32
+    policy: torch.Tensor  # (B, 2187) float32, rows sum to 1
+    value: torch.Tensor  # (B,) float32 win-rate target in [0, 1]
+    result: torch.Tensor  # (B,) float32 game result for the side to move (1, 0, 0.5)
+
+    def to(self, device: torch.device) -> Batch:
+        """Copy to `device`. Blocking on purpose: the planes live in a buffer the next decode reuses."""
+        return Batch(*(t.to(device) for t in (self.planes, self.policy, self.value, self.result)))
+
+
+class PositionBuffer:
+    """An immutable set of training positions (see the module docstring for the layout)."""
+
+    def __init__(self, base_hcp: np.ndarray, last_move: np.ndarray, ply: np.ndarray, value: np.ndarray,
+                 result: np.ndarray, offsets: np.ndarray, labels: np.ndarray, probs: np.ndarray) -> None:
+        n = len(base_hcp)
+        if not (len(last_move) == len(ply) == len(value) == len(result) == n and len(offsets) == n + 1):
+            raise ValueError("position arrays differ in length")
+        self.base_hcp = np.ascontiguousarray(base_hcp, dtype=np.uint8).reshape(n, 32)
+        self.last_move = np.asarray(last_move, dtype=np.uint16)
+        self.ply = np.asarray(ply, dtype=np.uint16)
+        self.value = np.asarray(value, dtype=np.float32)
+        self.result = np.asarray(result, dtype=np.float32)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.labels = np.asarray(labels, dtype=np.int16)
+        self.probs = np.asarray(probs, dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.base_hcp)
+
+    @classmethod
+    def empty(cls) -> PositionBuffer:
+        z = np.zeros(0)
+        return cls(np.zeros((0, 32)), z, z, z, z, np.zeros(1), z, z)
+
+    @classmethod
+    def concat(cls, parts: list[PositionBuffer]) -> PositionBuffer:
+        """One buffer holding `parts` in order."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        starts = np.cumsum([0] + [len(p.labels) for p in parts[:-1]])
+        offsets = np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, starts, strict=True)])
+        fields = ("base_hcp", "last_move", "ply", "value", "result")
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields), offsets,
+                   np.concatenate([p.labels for p in parts]), np.concatenate([p.probs for p in parts]))
+
+    def subset(self, indices: np.ndarray) -> PositionBuffer:
+        """The positions at `indices`, in that order."""
+        idx = np.asarray(indices, dtype=np.int64)
+        starts, ends = self.offsets[idx], self.offsets[idx + 1]
+        counts = ends - starts
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        gather = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
+        return PositionBuffer(self.base_hcp[idx], self.last_move[idx], self.ply[idx], self.value[idx],
+                              self.result[idx], offsets, self.labels[gather], self.probs[gather])
+
+    def tail(self, count: int) -> PositionBuffer:
+        """The last `count` positions (the newest, when positions were added in game order)."""
+        return self.subset(np.arange(max(0, len(self) - count), len(self)))
+
+
+class BatchDecoder:
+    """Turns indices into a `Batch`: rebuilds boards with cshogi, encodes planes, scatters policies.
+
+    Owns its board, encoder and (on CUDA, pinned) plane buffer, so use one per training process.
+    """
+
+    def __init__(self, max_batch: int, pin_memory: bool = False) -> None:
+        self._board = cshogi.Board()
+        self._encoder = Encoder()
+        self._planes = torch.zeros((max_batch, NUM_PLANES, 9, 9), dtype=torch.float32, pin_memory=pin_memory)
+
+    def decode(self, buf: PositionBuffer, indices: np.ndarray) -> Batch:
+        idx = np.asarray(indices, dtype=np.int64)
+        b = len(idx)
+        planes = self._planes[:b]
+        out = planes.numpy()
+        board = self._board
+        for row, i in enumerate(idx.tolist()):
+            board.set_hcp(buf.base_hcp[i])
+            move = int(buf.last_move[i])
+            if move:
+                board.move_number = int(buf.ply[i])
+                board.push_move16(move)
+            else:
+                board.move_number = int(buf.ply[i]) + 1
+            self._encoder.encode_into(board, out[row])
+        starts, ends = buf.offsets[idx], buf.offsets[idx + 1]
+        counts = ends - starts
+        rows = np.repeat(np.arange(b), counts)
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]])  # where each row's entries start in `flat`
+        flat = np.repeat(starts - first, counts) + np.arange(counts.sum())
+        policy = np.zeros((b, NUM_LABELS), dtype=np.float32)
+        policy[rows, buf.labels[flat]] = buf.probs[flat]
+        return Batch(planes, torch.from_numpy(policy), torch.from_numpy(buf.value[idx]),
+                     torch.from_numpy(buf.result[idx]))

@@ -1,0 +1,247 @@
+"""Training data: the replay window over a run's hcpe3 shards, and hcpe files for supervised mode.
+
+Replay window (KataGo-style): the trainer samples from the newest `window` training positions of
+the run, where `window` grows sublinearly with everything self-play has produced so far:
+
+    window = min(window_max, max(window_min, window_min * (total / window_min) ** window_exponent))
+
+so early generations, whose data comes from weak nets, drop out fast, while late ones keep a large
+and diverse window. Shards are read newest first until the window is filled (the oldest shard in
+it contributes its newest games only). A corrupt shard is skipped with a warning naming it.
+
+Which plies are positions: only plies with visit counts (`candidateNum > 0`, the full searches).
+Others (random opening plies, forced moves, cheap searches under playout cap randomisation) are
+dropped entirely, as dlshogi does: their eval comes from a weak search, and a value target on every
+ply of a game would repeat one result over dozens of highly correlated positions (the overfitting
+AlphaGo's value net showed). So every sample has both a policy and a value target.
+
+Counting `total` needs every shard's position count; counts are cached in
+`train/shard-counts.json` keyed by size and mtime, so each shard is parsed for counting once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dlzero.config import TrainConfig
+from dlzero.data.atomic import atomic_write_text
+from dlzero.data.hcpe import read_hcpe
+from dlzero.data.hcpe3 import GameRecord, iter_training_positions, read_hcpe3
+from dlzero.encoding import labels_of
+from dlzero.errors import DataError, RunDirError
+from dlzero.rundir import RunDir
+from train.buffer import PositionBuffer, value_target
+
+log = logging.getLogger(__name__)
+
+COUNTS_FILE = "shard-counts.json"
+
+
+def window_size(total: int, cfg: TrainConfig) -> int:
+    """Positions in the replay window after `total` positions were produced (formula above)."""
+    grown = cfg.window_min * (max(total, 1) / cfg.window_min) ** cfg.window_exponent
+    return int(min(cfg.window_max, max(cfg.window_min, grown)))
+
+
+# ---------------------------------------------------------------- hcpe3 games -> positions
+
+
+def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: str = "") -> PositionBuffer:
+    """The training positions (plies with visit counts) of `games`, in game and ply order.
+
+    Policy target: visit counts normalised over the candidates, labelled from the side to move.
+    """
+    base_hcp, last_move, ply, value_z, evals, counts, labels, probs = [], [], [], [], [], [], [], []
+    for g, game in enumerate(games):
+        prev_hcp, prev_move = None, 0
+        for pos in iter_training_positions(game):
+            visits = pos.candidates[:, 1].astype(np.float64) if pos.is_target else None
+            if visits is not None and visits.sum() > 0:
+                lab = labels_of(pos.candidates[:, 0], pos.turn)
+                if (lab < 0).any():
+                    raise DataError(source, None, f"game {g}, ply {pos.ply}: a candidate has no policy label")
+                base_hcp.append(pos.hcp if prev_hcp is None else prev_hcp)
+                last_move.append(prev_move)
+                ply.append(pos.ply)
+                value_z.append(pos.result)
+                evals.append(pos.eval)
+                counts.append(len(lab))
+                labels.append(lab)
+                probs.append(visits / visits.sum())
+            prev_hcp, prev_move = pos.hcp, pos.move16
+    if not base_hcp:
+        return PositionBuffer.empty()
+    return PositionBuffer(
+        np.stack(base_hcp), np.array(last_move), np.array(ply), value_target(value_z, evals, val_lambda),
+        np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
+        np.concatenate(probs))
+
+
+def count_positions(games: list[GameRecord]) -> int:
+    """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
+    return sum(1 for game in games for m in game.moves if m.is_target and int(m.candidates[:, 1].sum()) > 0)
+
+
+# ---------------------------------------------------------------- the replay window
+
+
+@dataclass
+class WindowPlan:
+    """Which shards (relative to the run's data dir) and how many of their newest positions to use."""
+
+    shards: list[tuple[str, int]]
+    window: int
+    total_positions: int
+    total_games: int
+
+    def to_dict(self) -> dict:
+        return {"shards": [list(s) for s in self.shards], "window": self.window,
+                "total_positions": self.total_positions, "total_games": self.total_games}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WindowPlan:
+        return cls([(str(p), int(n)) for p, n in data["shards"]], int(data["window"]),
+                   int(data["total_positions"]), int(data["total_games"]))
+
+
+@dataclass
+class _ShardCounts:
+    """The per-shard count cache (a JSON file in the run's train dir)."""
+
+    path: Path
+    entries: dict[str, dict] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> _ShardCounts:
+        try:
+            entries = json.loads(path.read_text()) if path.is_file() else {}
+        except (OSError, ValueError):
+            entries = {}  # a cache: rebuilt when unreadable
+        return cls(path, entries if isinstance(entries, dict) else {})
+
+    def get(self, rel: str, stamp: list[int]) -> dict | None:
+        entry = self.entries.get(rel)
+        return entry if isinstance(entry, dict) and entry.get("stamp") == stamp else None
+
+    def put(self, rel: str, stamp: list[int], **values: object) -> None:
+        self.entries[rel] = {"stamp": stamp, **values}
+
+    def save(self, live: set[str]) -> None:
+        self.entries = {k: v for k, v in self.entries.items() if k in live}
+        atomic_write_text(self.path, json.dumps(self.entries, indent=0, sort_keys=True) + "\n")
+
+
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def build_window(rd: RunDir, cfg: TrainConfig) -> tuple[PositionBuffer, WindowPlan]:
+    """Plan the replay window from every shard of the run and load it (newest positions last)."""
+    counts = _ShardCounts.load(rd.train_dir / COUNTS_FILE)
+    shards = rd.shards()  # newest first
+    loaded: dict[str, PositionBuffer] = {}
+    sizes: list[tuple[str, int]] = []
+    total_games = total = 0
+    for path in shards:
+        rel = path.relative_to(rd.data_dir).as_posix()
+        try:
+            stamp = _stamp(path)
+        except FileNotFoundError:  # removed since it was listed
+            continue
+        entry = counts.get(rel, stamp)
+        if entry is None:
+            try:
+                games = read_hcpe3(path)
+                if total < cfg.window_max:  # likely inside the window: keep the positions, not just the count
+                    loaded[rel] = buffer_from_games(games, cfg.val_lambda, str(path))
+                n = len(loaded[rel]) if rel in loaded else count_positions(games)
+                entry = {"games": len(games), "positions": n}
+            except DataError as exc:
+                entry = {"error": str(exc)}
+            counts.put(rel, stamp, **entry)
+        if "error" in entry:
+            log.warning("skipping corrupt shard %s: %s", path, entry["error"])
+            continue
+        total_games += entry["games"]
+        total += entry["positions"]
+        sizes.append((rel, entry["positions"]))
+    counts.save({p.relative_to(rd.data_dir).as_posix() for p in shards})
+    if total == 0:
+        raise RunDirError(f"{rd.data_dir}: no training data ({len(sizes)} usable shard(s), 0 positions "
+                          "with visit counts); run self-play first")
+    window = window_size(total, cfg)
+    plan_shards: list[tuple[str, int]] = []
+    need = window
+    for rel, n in sizes:
+        if need <= 0:
+            break
+        if n:
+            plan_shards.append((rel, min(n, need)))
+            need -= n
+    plan = WindowPlan(plan_shards, window, total, total_games)
+    return load_window(rd, plan, cfg.val_lambda, loaded), plan
+
+
+def load_window(rd: RunDir, plan: WindowPlan, val_lambda: float,
+                loaded: dict[str, PositionBuffer] | None = None) -> PositionBuffer:
+    """The buffer a plan describes, oldest shard first. A shard that is now unreadable is a DataError."""
+    parts = []
+    for rel, take in reversed(plan.shards):
+        buf = (loaded or {}).get(rel)
+        if buf is None:
+            path = rd.data_dir / rel
+            buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path))
+        if len(buf) < take:
+            raise DataError(str(rd.data_dir / rel), None,
+                            f"holds {len(buf)} positions, the plan expects {take}")
+        parts.append(buf.tail(take))
+    return PositionBuffer.concat(parts)
+
+
+# ---------------------------------------------------------------- hcpe (supervised)
+
+
+def buffer_from_hcpe(records: np.ndarray, val_lambda: float) -> PositionBuffer:
+    """hcpe records as positions: one-hot policy on bestMove16; value from gameResult blended with eval.
+
+    Records with every eval 0 carry no evals at all (game records imported from CSA/KIF), so their
+    value target is the game result alone: blending in sigmoid(0) would pull every target to 0.5.
+    """
+    if not records["eval"].any():
+        val_lambda = 0.0
+    hcp = records["hcp"]
+    turn = (hcp[:, 0] & 1).astype(np.int64)  # bit 0 of an hcp is the side to move (0 Black)
+    winner = records["gameResult"].astype(np.int64) & 0x3
+    z = np.where(winner == 0, 0.5, np.where(winner == turn + 1, 1.0, 0.0))
+    n = len(records)
+    labels = labels_of(records["bestMove16"].astype(np.int64) & 0xFFFF, turn)
+    return PositionBuffer(hcp, np.zeros(n), np.zeros(n), value_target(z, records["eval"], val_lambda), z,
+                          np.arange(n + 1), labels, np.ones(n))
+
+
+def load_hcpe(paths: Iterable[str | Path], val_lambda: float) -> PositionBuffer:
+    """Every record of the given hcpe files (validated; a corrupt file is a DataError naming it)."""
+    return PositionBuffer.concat([buffer_from_hcpe(read_hcpe(p), val_lambda) for p in paths])  # λ per file
+
+
+def holdout_mask(buf: PositionBuffer, fraction: float, seed: int) -> np.ndarray:
+    """Boolean mask of held-out positions, about `fraction` of them, chosen by a seeded hash of the hcp.
+
+    Hashing the position (not its index) keeps every copy of a position on one side of the split:
+    opening positions recur in many games and would otherwise be memorised and "predicted".
+    Neighbouring positions of one game can still fall on both sides (hcpe has no game ids).
+    """
+    words = buf.base_hcp.view(np.uint64).reshape(len(buf), 4)
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps on purpose
+        h = np.full(len(buf), np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1), dtype=np.uint64)
+        for k in range(4):
+            h = (h ^ words[:, k]) * np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53) < fraction

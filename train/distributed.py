@@ -1,0 +1,84 @@
+"""Data-parallel training across processes: torch DDP, launched by `torchrun`.
+
+`torchrun --nproc_per_node=K -m dlzero.cli train --run-dir DIR` starts K copies of the same command;
+torchrun sets WORLD_SIZE, RANK and LOCAL_RANK (and the rendezvous address) in each one's
+environment. Each process then joins one process group: NCCL when it trains on CUDA (one GPU per
+local rank), gloo on the CPU. Rank 0 alone writes checkpoints, metrics and models.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dlzero.inference.devices import resolve_device
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where this process stands among the training processes (world 1: a plain single process)."""
+
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world > 1
+
+
+def launched_by_torchrun() -> bool:
+    """True when torchrun (or another launcher using its variables) started this process."""
+    return "WORLD_SIZE" in os.environ and "RANK" in os.environ
+
+
+def current() -> DistInfo:
+    """This process's rank and world size, from the process group if one is running."""
+    if dist.is_available() and dist.is_initialized():
+        rank = dist.get_rank()
+        return DistInfo(rank, dist.get_world_size(), int(os.environ.get("LOCAL_RANK", rank)))
+    return DistInfo()
+
+
+def train_device(name: str, info: DistInfo) -> torch.device:
+    """The device this process trains on: `name` resolved at run time; under DDP on CUDA, its own GPU."""
+    device = resolve_device(name)
+    if device.type == "cuda" and info.enabled and device.index is None:
+        device = torch.device("cuda", info.local_rank % torch.cuda.device_count())
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device
+
+
+def init_from_env(device_name: str) -> tuple[DistInfo, torch.device]:
+    """Join the process group torchrun described (NCCL on CUDA, gloo on CPU); pick this rank's device."""
+    env = os.environ
+    local = DistInfo(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0)))
+    device = train_device(device_name, local)
+    if local.enabled and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return current(), device
+
+
+def shutdown() -> None:
+    """Leave the process group together: a rank tearing gloo down while rank 0 still writes aborts."""
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def broadcast(obj: Any, info: DistInfo) -> Any:
+    """Rank 0's `obj` on every rank (plain picklable data)."""
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

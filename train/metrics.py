@@ -1,0 +1,103 @@
+"""Training metrics: running sums between log rows, then rows to metrics.csv and TensorBoard.
+
+metrics.csv gets its header once and one row per logged step. A resumed run replays the steps after
+its last checkpoint, so rows are written only for steps after the last one already in the file, and
+TensorBoard's writer purges its events after the resume point; either way nothing is duplicated.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import torch
+
+from dlzero.data.atomic import atomic_write_text
+
+COLUMNS = ("step", "generation", "samples", "policy_loss", "value_loss", "policy_acc", "value_acc", "lr",
+           "samples_per_s")
+_SUMS = ("policy_loss", "value_loss", "policy_correct", "samples", "value_correct", "decisive")
+
+
+class Meter:
+    """Sums over the steps since the last row, kept on the training device (no sync per step)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.sums = torch.zeros(len(_SUMS), dtype=torch.float64, device=device)
+
+    def add(self, policy_loss: torch.Tensor, value_loss: torch.Tensor, policy_correct: torch.Tensor,
+            samples: int, value_correct: torch.Tensor, decisive: torch.Tensor) -> None:
+        """Per-batch sums: losses summed over samples, counts of correct predictions."""
+        part = torch.stack([policy_loss.detach().double(), value_loss.detach().double(),
+                            policy_correct.double(), torch.tensor(float(samples), dtype=torch.float64,
+                                                                  device=self.sums.device),
+                            value_correct.double(), decisive.double()])
+        self.sums += part
+
+    def totals(self) -> dict[str, float]:
+        return dict(zip(_SUMS, self.sums.tolist(), strict=True))
+
+    def reset(self) -> None:
+        self.sums.zero_()
+
+    def load(self, values: list[float]) -> None:
+        self.sums.copy_(torch.tensor(values, dtype=torch.float64))
+
+
+def summarise(totals: dict[str, float]) -> dict[str, float]:
+    """Means from sums: losses per sample, top-1 policy accuracy, value sign accuracy on decisive games."""
+    n = max(totals["samples"], 1.0)
+    return {
+        "policy_loss": totals["policy_loss"] / n,
+        "value_loss": totals["value_loss"] / n,
+        "policy_acc": totals["policy_correct"] / n,
+        "value_acc": totals["value_correct"] / totals["decisive"] if totals["decisive"] else float("nan"),
+        "samples": totals["samples"],
+    }
+
+
+class MetricsLog:
+    """metrics.csv (append, no duplicate steps) plus TensorBoard events in `metrics_dir/tb`."""
+
+    def __init__(self, metrics_dir: Path, resume_step: int) -> None:
+        from torch.utils.tensorboard import SummaryWriter  # slow import: only the writing rank pays it
+
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        self.csv_path = metrics_dir / "metrics.csv"
+        self.last_step = self._repair_and_last_step()
+        self.tb = SummaryWriter(str(metrics_dir / "tb"), purge_step=resume_step + 1 if resume_step else None)
+
+    def _repair_and_last_step(self) -> int:
+        """Last step in metrics.csv; a torn last line (a kill mid-write) is cut off first."""
+        if not self.csv_path.is_file():
+            return -1
+        text = self.csv_path.read_text()
+        if text and not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]
+            atomic_write_text(self.csv_path, text)
+        last = -1
+        for row in csv.DictReader(io.StringIO(text)):
+            try:
+                last = max(last, int(row.get("step") or -1))
+            except ValueError:
+                continue
+        return last
+
+    def write(self, row: dict[str, float]) -> None:
+        step = int(row["step"])
+        if step <= self.last_step:
+            return
+        new = not self.csv_path.is_file() or self.csv_path.stat().st_size == 0
+        with self.csv_path.open("a", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        self.last_step = step
+        for key in ("policy_loss", "value_loss", "policy_acc", "value_acc", "lr", "samples_per_s"):
+            self.tb.add_scalar(f"train/{key}", row[key], step)
+        self.tb.flush()
+
+    def close(self) -> None:
+        self.tb.close()

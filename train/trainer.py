@@ -1,0 +1,323 @@
+"""The trainer: optimiser, LR schedule, AMP, EMA, DDP, checkpoints and metrics around PolicyValueNet.
+
+Losses (dlshogi's, adapted to a tanh value head):
+
+    policy  soft cross-entropy  -sum_a pi(a) log softmax(logits)(a), pi = normalised visit counts
+    value   binary cross-entropy between the win rate q = (v + 1) / 2 and the blended target
+            (1 - λ)·z + λ·sigmoid(eval / 756); loss = policy + value, weight decay in the optimiser
+
+Why BCE on (v + 1) / 2 rather than MSE on v: (tanh(x) + 1) / 2 = sigmoid(2x), so this is exactly
+dlshogi's BCE-with-logits up to a scale of the logit, its gradient 2(q - target) does not vanish when
+the net is confidently wrong (MSE's carries a 1 - v² factor), and soft targets (draws, evals) keep
+their meaning as probabilities.
+
+Schedule: `lr` constant, or cosine from `lr` towards 0 over each segment (a generation in the loop,
+the whole run in supervised mode, so each candidate is taken at a low LR), times a linear warmup over
+the first `warmup_steps` steps of the whole run. The LR is a pure function of the step counters in
+the checkpoint, so the schedule needs no state of its own.
+
+Determinism: with a fixed seed and dataset on the CPU, a run resumed from a checkpoint takes exactly
+the steps an uninterrupted run takes (the sampler is a function of seed and cursor; model, optimiser,
+scaler, EMA and counters are restored).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from dlzero.config import TrainConfig
+from dlzero.errors import ConfigError, ModelFileError
+from dlzero.model import PolicyValueNet
+from dlzero.model.checkpoint import load_state
+from train.buffer import Batch, BatchDecoder, PositionBuffer
+from train.checkpoint import save_checkpoint, set_rng_state
+from train.distributed import DistInfo
+from train.metrics import Meter, MetricsLog, summarise
+from train.sampler import EpochSampler
+
+log = logging.getLogger(__name__)
+
+
+def amp_dtype(amp: str, device: torch.device) -> torch.dtype | None:
+    """Autocast dtype for `train.amp`: auto is bf16 on CUDA (fp16 where bf16 is unsupported), off on CPU."""
+    if amp == "auto":
+        if device.type != "cuda":
+            return None
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if amp == "off":
+        return None
+    if amp == "fp16" and device.type != "cuda":
+        raise ConfigError("train.amp=fp16 needs CUDA; on the CPU use bf16 or off")
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
+
+
+def make_optimizer(params: Any, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """SGD with Nesterov momentum (dlshogi's default) or AdamW; weight decay lives here."""
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0,
+                           weight_decay=cfg.weight_decay)
+
+
+def lr_at(cfg: TrainConfig, global_step: int, seg_step: int, seg_steps: int) -> float:
+    """The learning rate of a step (see the module docstring)."""
+    lr = cfg.lr
+    if cfg.lr_schedule == "cosine":
+        lr *= 0.5 * (1.0 + math.cos(math.pi * min(seg_step, seg_steps) / max(seg_steps, 1)))
+    if global_step < cfg.warmup_steps:
+        lr *= (global_step + 1) / cfg.warmup_steps
+    return lr
+
+
+def policy_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-sample soft cross-entropy."""
+    return -(target * F.log_softmax(logits, dim=1)).sum(dim=1)
+
+
+def value_loss(value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-sample BCE between the win rate (v + 1) / 2 of a tanh output and a win-rate target."""
+    return F.binary_cross_entropy((value + 1.0) * 0.5, target, reduction="none")
+
+
+def batch_stats(logits: torch.Tensor, value: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, ...]:
+    """(policy loss sum, value loss sum, top-1 hits, value sign hits on decisive games, decisive games)."""
+    pl = policy_loss(logits, batch.policy).sum()
+    vl = value_loss(value, batch.value).sum()
+    hits = (logits.argmax(dim=1) == batch.policy.argmax(dim=1)).sum()
+    decisive = batch.result != 0.5
+    vhits = (((value > 0) == (batch.result > 0.5)) & decisive).sum()
+    return pl, vl, hits, vhits, decisive.sum()
+
+
+class EMA:
+    """Exponential moving average of every float tensor of the state dict (BN statistics included).
+
+    The decay ramps up as min(decay, (1 + n) / (10 + n)) over the first updates, so a young average
+    is not dominated by the initial weights.
+    """
+
+    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+        self.decay = decay
+        self.updates = 0
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        d = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        for k, v in model.state_dict().items():
+            if v.is_floating_point():
+                self.state[k].lerp_(v, 1.0 - d)
+            else:
+                self.state[k].copy_(v)
+        self.updates += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"updates": self.updates, "state": self.state}
+
+    def load_state_dict(self, data: dict[str, Any]) -> None:
+        self.updates = int(data["updates"])
+        for k, v in data["state"].items():
+            self.state[k].copy_(v)
+
+
+@dataclass
+class Segment:
+    """A stretch of training with one dataset and one schedule: a generation, or a supervised run."""
+
+    generation: int
+    steps: int
+    seed: int
+    step: int = 0
+    cursor: int = 0
+    plan: dict | None = None  # the replay window (train.dataset.WindowPlan as a dict)
+    parent: str | None = None  # the model whose self-play made the newest data
+    done: bool = False
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Segment:
+        return cls(**data)
+
+
+class Trainer:
+    """Trains one PolicyValueNet in this process (one DDP replica when `info.world` > 1)."""
+
+    def __init__(self, model: PolicyValueNet, cfg: TrainConfig, device: torch.device,
+                 info: DistInfo | None = None) -> None:
+        self.cfg = cfg
+        self.device = device
+        self.info = info or DistInfo()
+        if cfg.batch_size % self.info.world:
+            raise ConfigError(f"train.batch_size {cfg.batch_size} must be divisible by the {self.info.world} "
+                              "training processes")
+        self.model = model.to(device)
+        self.net: torch.nn.Module = self.model
+        if self.info.enabled:
+            ids = [device.index] if device.type == "cuda" else None
+            self.net = DistributedDataParallel(self.model, device_ids=ids)
+        self.optimizer = make_optimizer(self.model.parameters(), cfg)
+        self.amp = amp_dtype(cfg.amp, device)
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
+        self.ema = EMA(self.model, cfg.ema_decay) if cfg.ema else None
+        self.global_step = 0
+        self.meter = Meter(device)
+
+    # -- one optimisation step ------------------------------------------------------------------
+    def step(self, batch: Batch, lr: float) -> None:
+        """Forward, loss, backward, clip, update; adds the batch's metrics to the meter."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.net.train()
+        with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
+            logits, value = self.net(batch.planes)
+        logits, value = logits.float(), value.float()
+        pl, vl, hits, vhits, decisive = batch_stats(logits, value, batch)
+        n = len(batch.value)
+        loss = (pl + vl) / n
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.cfg.grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if self.ema is not None:
+            self.ema.update(self.model)
+        self.meter.add(pl, vl, hits, n, vhits, decisive)
+        self.global_step += 1
+
+    # -- state ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer_name": self.cfg.optimizer,
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "global_step": self.global_step,
+        }
+
+    def load_state_dict(self, state: dict[str, Any], path: Path) -> None:
+        """Restore from a checkpoint's `trainer` part (checked to fit; errors name `path`)."""
+        load_state(self.model, state.get("model"), path)
+        if state.get("optimizer_name") == self.cfg.optimizer:
+            # Keep the momentum/moment buffers but the config's hyperparameters (it may have changed).
+            settings = [{k: v for k, v in g.items() if k != "params"} for g in self.optimizer.param_groups]
+            try:
+                self.optimizer.load_state_dict(state["optimizer"])
+            except (ValueError, KeyError) as exc:
+                raise ModelFileError(f"{path}: optimizer state does not fit the model ({exc})") from None
+            for group, setting in zip(self.optimizer.param_groups, settings, strict=True):
+                group.update(setting)
+        else:
+            log.warning("%s: optimizer changed from %s to %s; its state starts afresh", path,
+                        state.get("optimizer_name"), self.cfg.optimizer)
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        if self.ema is not None:
+            if state.get("ema"):
+                self.ema.load_state_dict(state["ema"])
+            else:  # EMA switched on mid-run: start it from the current weights
+                self.ema = EMA(self.model, self.cfg.ema_decay)
+        self.global_step = int(state["global_step"])
+
+    def export_model(self) -> PolicyValueNet:
+        """A CPU copy in eval mode of the weights to publish: the EMA when on, else the live weights."""
+        out = copy.deepcopy(self.model).cpu()
+        if self.ema is not None:
+            out.load_state_dict({k: v.cpu() for k, v in self.ema.state.items()})
+        return out.eval()
+
+    def _reduced_totals(self) -> dict[str, float]:
+        sums = self.meter.sums.clone()
+        if self.info.enabled:
+            dist.all_reduce(sums)
+        return dict(zip(self.meter.totals().keys(), sums.tolist(), strict=True))
+
+    def save(self, path: Path, seg: Segment) -> None:
+        """Checkpoint (every rank takes part in the metric reduction; rank 0 writes)."""
+        meter = list(self._reduced_totals().values())
+        if self.info.is_main:
+            save_checkpoint(path, self.model.cfg, {"trainer": self.state_dict(), "segment": asdict(seg),
+                                                   "meter": meter})
+
+    def restore(self, payload: dict[str, Any], path: Path) -> Segment:
+        """Load a checked checkpoint payload (see train.checkpoint.load_checkpoint); returns its segment."""
+        self.load_state_dict(payload["trainer"], path)
+        self.meter.load(payload["meter"] if self.info.is_main else [0.0] * len(payload["meter"]))
+        set_rng_state(payload["rng"])
+        return Segment.from_dict(payload["segment"])
+
+    # -- the loop -------------------------------------------------------------------------------
+    def fit(self, buf: PositionBuffer, seg: Segment, checkpoint: Path | None, metrics: MetricsLog | None,
+            progress: bool = True, desc: str = "") -> dict[str, float]:
+        """Train `seg` to its end from its current step; returns the metrics of the last logged interval.
+
+        Checkpoints every `checkpoint_every` steps and after the last step; logs a row every
+        `log_every` steps and after the last step.
+        """
+        cfg = self.cfg
+        sampler = EpochSampler(len(buf), seg.seed)
+        decoder = BatchDecoder(cfg.batch_size // self.info.world, pin_memory=self.device.type == "cuda")
+        bar = tqdm(total=seg.steps, initial=seg.step, desc=desc or f"train gen {seg.generation}",
+                   file=sys.stderr, disable=not (progress and self.info.is_main), dynamic_ncols=True)
+        summary: dict[str, float] = {}
+        t0, s0 = time.perf_counter(), seg.step
+        try:
+            while seg.step < seg.steps:
+                idx = sampler.batch(seg.cursor, cfg.batch_size, self.info.rank, self.info.world)
+                lr = lr_at(cfg, self.global_step, seg.step, seg.steps)
+                self.step(decoder.decode(buf, idx).to(self.device), lr)
+                seg.step += 1
+                seg.cursor += cfg.batch_size
+                bar.update(1)
+                last = seg.step == seg.steps
+                if seg.step % cfg.log_every == 0 or last:
+                    rate = (seg.step - s0) * cfg.batch_size / max(time.perf_counter() - t0, 1e-9)
+                    summary = self._log(seg, lr, rate, metrics)
+                    bar.set_postfix(pl=f"{summary['policy_loss']:.3f}", vl=f"{summary['value_loss']:.3f}",
+                                    acc=f"{summary['policy_acc']:.2f}")
+                    t0, s0 = time.perf_counter(), seg.step
+                if checkpoint is not None and (seg.step % cfg.checkpoint_every == 0 or last):
+                    self.save(checkpoint, seg)
+        finally:
+            bar.close()
+        return summary
+
+    def _log(self, seg: Segment, lr: float, samples_per_s: float,
+             metrics: MetricsLog | None) -> dict[str, float]:
+        summary = summarise(self._reduced_totals())
+        self.meter.reset()
+        row = {"step": self.global_step, "generation": seg.generation, **summary, "lr": lr,
+               "samples_per_s": samples_per_s}
+        if metrics is not None and self.info.is_main:
+            metrics.write(row)
+        return row
+
+
+@torch.no_grad()
+def evaluate(model: PolicyValueNet, buf: PositionBuffer, batch_size: int,
+             device: torch.device) -> dict[str, float]:
+    """Losses and accuracies of `model` over every position of `buf` (eval mode, fp32)."""
+    model = model.to(device).eval()
+    decoder = BatchDecoder(batch_size)
+    meter = Meter(device)
+    for start in range(0, len(buf), batch_size):
+        batch = decoder.decode(buf, np.arange(start, min(start + batch_size, len(buf)))).to(device)
+        logits, value = model(batch.planes)
+        pl, vl, hits, vhits, decisive = batch_stats(logits.float(), value.float(), batch)
+        meter.add(pl, vl, hits, len(batch.value), vhits, decisive)
+    return summarise(meter.totals())
