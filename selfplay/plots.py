@@ -67,10 +67,8 @@ def elo_chain(rows: list[dict[str, str]]) -> tuple[dict[int, float], list[tuple[
             continue
         base = best.setdefault(int(opp), 0.0) if opp is not None else 0.0
         flag = row.get("promoted")
-        if flag in (None, ""):
-            promoted = row.get("decision") == "accept"
-        else:
-            promoted = flag not in ("0", "False", "false")
+        # files written before the `promoted` column existed only say whether SPRT accepted
+        promoted = row.get("decision") == "accept" if flag in (None, "") else flag not in ("0", "False", "false")
         if promoted:
             best[int(gen)] = base + elo
         else:
