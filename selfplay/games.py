@@ -49,6 +49,7 @@ from dlzero.data.hcpe3 import (
     GameRecord,
     MoveRecord,
 )
+from dlzero.encoding.features import repetition_count
 from dlzero.errors import ConfigError, PositionError
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
@@ -212,7 +213,9 @@ def _end_of_game(game: SelfPlayGame, cfg: Config) -> tuple[int, str] | None:
     """(result byte, reason) if the game is over at its current root, by the rules alone."""
     board = game.board
     rep = board.is_draw(REPETITION_PLIES)
-    if rep == cshogi.REPETITION_DRAW:
+    # sennichite as the rules have it: the fourth occurrence of a position (the search already
+    # scores the first recurrence as a draw, so play avoids it unless a draw is what it wants)
+    if rep == cshogi.REPETITION_DRAW and repetition_count(board) >= 3:
         return RESULT_DRAW | FLAG_REPETITION, END_REPETITION
     if rep == cshogi.REPETITION_WIN:     # the opponent gave perpetual check
         return _win_for(board.turn), END_PERPETUAL_CHECK

@@ -6,6 +6,7 @@ import dataclasses
 
 import cshogi
 import numpy as np
+import pytest
 
 from dlzero.config import Config, SearchConfig
 from dlzero.encoding import NUM_LABELS
@@ -84,7 +85,8 @@ def test_repetition_child_gets_draw_value():
     Search(NullEvaluator(), cfg).run([tree], 3000, leaves_per_tree=8)
     i = tree.root.child_index(board.move_from_usi("7b8b"))
     child = tree.root.children[i]
-    assert child is not None and child.terminal == 0.3  # Black to move in the repeated position
+    # White made the repeating move: the draw is worth 0.6 to White, so 0.4 to Black, to move there
+    assert child is not None and child.terminal == pytest.approx(0.4)
 
 
 def test_perpetual_check_is_a_loss_for_the_checker():
@@ -109,7 +111,8 @@ def test_max_moves_draw():
     tree = Tree(board)
     Search(NullEvaluator(), cfg).run([tree], 200, leaves_per_tree=8)
     children = [c for c in tree.root.children if c is not None]
-    assert children and all(c.terminal == 0.7 for c in children)  # White to move in each child
+    # Black's move reached the cap: worth 0.2 to Black, so 0.8 to White, to move in each child
+    assert children and all(c.terminal == pytest.approx(0.8) for c in children)
 
 
 def test_tree_reuse_keeps_visits():

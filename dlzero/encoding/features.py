@@ -73,7 +73,7 @@ _RANK = np.arange(81) % 9
 _CAMP = (_RANK <= 2, _RANK >= 6)
 
 
-def _repetitions(board: cshogi.Board) -> int:
+def repetition_count(board: cshogi.Board) -> int:
     """How often the current position occurred earlier within the lookback window (0..3)."""
     if board.is_draw(REPETITION_LOOKBACK) == cshogi.NOT_REPETITION:
         return 0
@@ -134,7 +134,7 @@ class Encoder:
         out[PLANE_HAND_THEM:PLANE_HAND_THEM + 7] = (
             np.asarray(hands[them], dtype=np.float32) / _HAND_SCALE)[:, None, None]
         out[PLANE_CHECK] = self._f2[56, 0, 0]
-        reps = _repetitions(board)
+        reps = repetition_count(board)
         if reps:
             out[PLANE_REPETITION:PLANE_REPETITION + reps] = 1.0
         if us == cshogi.WHITE:

@@ -22,8 +22,17 @@ REPETITION_PLIES = 16
 
 
 def draw_value(cfg: SearchConfig, colour: int) -> float:
-    """Win rate a draw is worth to `colour` (cshogi.BLACK / WHITE)."""
+    """Win rate a draw is worth to `colour` (cshogi.BLACK / WHITE) when `colour` makes the drawing move."""
     return cfg.draw_value_black if colour == cshogi.BLACK else cfg.draw_value_white
+
+
+def draw_result(cfg: SearchConfig, board: cshogi.Board) -> float:
+    """Win rate for the side to move of a drawn position, keyed to the player who moved into it.
+
+    As in dlshogi, the draw value belongs to the mover: with both values below 0.5 each side
+    avoids drawing moves (contempt), and the backup stays zero-sum edge by edge.
+    """
+    return 1.0 - draw_value(cfg, 1 - board.turn)
 
 
 def repetition_result(board: cshogi.Board, cfg: SearchConfig) -> float | None:
@@ -32,7 +41,7 @@ def repetition_result(board: cshogi.Board, cfg: SearchConfig) -> float | None:
     if rep == cshogi.NOT_REPETITION:
         return None
     value = _REPETITION_VALUE.get(rep)
-    return draw_value(cfg, board.turn) if value is None else value
+    return draw_result(cfg, board) if value is None else value
 
 
 def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float | None:
@@ -46,7 +55,7 @@ def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float |
     if rep is not None:
         return rep
     if board.move_number > cfg.max_moves:
-        return draw_value(cfg, board.turn)
+        return draw_result(cfg, board)
     if n_legal == 0:
         return 0.0
     if board.is_nyugyoku():
