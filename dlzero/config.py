@@ -76,7 +76,7 @@ class InferenceConfig:
     threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
     optimize: str = _field(
         "auto", _one_of("auto", "none", "freeze", "compile", "cuda_graphs"),
-        "torch graph optimisation; auto: freeze on CPU, cuda_graphs on CUDA",
+        "torch graph optimisation; auto: freeze on CPU, none on CUDA",
     )
     providers: list = _field([], None, "onnxruntime providers in order; empty: best available")
     max_batch: int = _field(256, _positive, "largest batch one call may carry")
@@ -127,6 +127,8 @@ class SelfplayConfig:
     max_moves: int = _field(320, _positive, "ply at which a self-play game is a draw")
     games_per_generation: int = _field(128, _positive, "games each generation adds (loop)")
     games_per_shard: int = _field(32, _positive, "games per hcpe3 shard file")
+    ray: str = _field("", None, "Ray cluster for workers: '' (local processes), local, auto, or an address")
+    max_restarts: int = _field(3, _non_negative, "times a dead Ray worker is restarted for its unsaved games")
 
 
 @dataclass
@@ -172,6 +174,18 @@ class GateConfig:
 
 
 @dataclass
+class ServerConfig:
+    """Shared inference servers: one process per device owns the model and batches for many workers."""
+
+    enabled: bool = _field(False, None, "self-play workers evaluate through inference servers")
+    devices: list = _field([], None, "one server per entry (cuda:0, cuda:1, cpu); empty: one per GPU, else cpu")
+    max_batch: int = _field(1024, _positive, "most positions the server evaluates in one network call")
+    max_wait_ms: float = _field(2.0, _non_negative, "how long a request waits for others to fill the batch")
+    timeout_s: float = _field(600.0, _positive, "a worker gives up on a server silent this long")
+    check_interval_s: float = _field(2.0, _positive, "how often the server looks for a newly promoted model")
+
+
+@dataclass
 class UsiConfig:
     """USI engine defaults (each is also a `setoption`)."""
 
@@ -193,6 +207,7 @@ class Config:
     selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     gate: GateConfig = field(default_factory=GateConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
 
 

@@ -29,6 +29,10 @@ class BackendError(DlzeroError):
     """An inference backend or provider was requested that is not available here."""
 
 
+class ServerError(DlzeroError):
+    """An inference server cannot be reached, stopped answering, or refused a request."""
+
+
 class DataError(DlzeroError):
     """A data file (hcp/hcpe/hcpe3 shard, game record) is corrupt, truncated or unreadable.
 

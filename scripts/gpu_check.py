@@ -5,8 +5,10 @@ Run on a machine with CUDA (`bash scripts/gpu_check.sh`). It prints:
    onnxruntime's CUDA provider too when this onnxruntime build has it;
 2. inference positions/s for 5x64, 10x192 and 20x256 at several batch sizes, fp16 and CUDA graphs;
 3. search simulations/s (one tree, 256 leaves per call; 256 trees in lockstep) for 10x192;
-4. self-play positions/s for 10x192 with G = 64 and 256 games in lockstep.
-Everything stays well under 5 minutes on one H200.
+4. self-play positions/s for 10x192 with G = 64 and 256 games in lockstep;
+5. inference server (configs/gpu-1.yaml, 10x192 fp16) with 4, 8 and 14 self-play workers:
+   evaluations/s, mean batch, busy share (the issue's goal: >= 50k evaluations/s on an H200).
+Everything should stay under 5 minutes on one H200.
 """
 
 from __future__ import annotations
@@ -82,12 +84,23 @@ def search_and_selfplay() -> None:
         emit(check="selfplay", **row)
 
 
+def server() -> None:
+    from pathlib import Path
+
+    from dlzero.bench.server import bench_server
+    from dlzero.config import load_config
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "gpu-1.yaml")
+    for row in bench_server(cfg, [4, 8, 14], seconds=8.0):
+        emit(check="server", **row)
+
+
 if __name__ == "__main__":
     if not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device visible to torch")
     emit(check="device", name=torch.cuda.get_device_name(0), torch=torch.__version__)
     start = time.perf_counter()
-    for step in (parity, inference_speed, search_and_selfplay):
+    for step in (parity, inference_speed, server, search_and_selfplay):
         t0 = time.perf_counter()
         step()
         emit(check="timing", step=step.__name__, seconds=round(time.perf_counter() - t0, 1))

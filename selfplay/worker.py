@@ -32,6 +32,8 @@ from dlzero.config import Config, config_from_dict, config_to_dict, dump_config
 from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, ShardWriter
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
+from dlzero.inference.remote import RemoteEvaluator
+from dlzero.inference.server import ModelSource, ServerAddress, ServerProcess, default_devices, start_server
 from dlzero.model import ModelMetadata, model_name, new_model, save_model
 from dlzero.rundir import RunDir
 from selfplay.games import FinishedGame, ResignController, play_games
@@ -64,11 +66,15 @@ class Worker:
     """Plays games with the run's best model and writes shards; reports on `queue` (any `.put`)."""
 
     def __init__(self, rd: RunDir, cfg: Config, worker_id: int, queue: Any, seed: int | None = None,
-                 check_interval: float = 2.0) -> None:
+                 check_interval: float = 2.0, server: ServerAddress | None = None, session: str = "") -> None:
         self.rd, self.cfg, self.worker_id, self.queue = rd, cfg, worker_id, queue
+        self.server = server
+        self.remote: RemoteEvaluator | None = None
         self.rng = np.random.default_rng(seed)
         self.check_interval = check_interval
         self.meta = {"run": rd.root.name, "worker": worker_id, "config_hash": config_hash(cfg)}
+        if session:  # lets a cluster driver count exactly what this session's workers saved
+            self.meta["session"] = session
         self.generation = -1
         self.writer: ShardWriter | None = None
         self.shards_sent = 0
@@ -79,11 +85,15 @@ class Worker:
         """Evaluator for the best model and a shard writer in its generation's data folder."""
         self._close_writer()
         evaluator = load_model(self.rd.best_model_path(), self.cfg.inference)
+        self._open_writer(generation)
+        return evaluator
+
+    def _open_writer(self, generation: int) -> None:
+        self._close_writer()
         self.generation = generation
         self.writer = ShardWriter(self.rd.data_dir_for(generation), f"selfplay-w{self.worker_id}",
                                   self.cfg.selfplay.games_per_shard, {**self.meta, "generation": generation})
         self.shards_sent = 0
-        return evaluator
 
     def _close_writer(self) -> None:
         if self.writer is not None:
@@ -92,8 +102,9 @@ class Worker:
 
     def _report_shards(self) -> None:
         assert self.writer is not None
-        for path in self.writer.written[self.shards_sent:]:
-            self.queue.put(("shard", self.worker_id, str(path)))
+        for path, games in zip(self.writer.written[self.shards_sent:], self.writer.written_games[self.shards_sent:],
+                               strict=True):
+            self.queue.put(("shard", self.worker_id, {"path": str(path), "games": games}))
         self.shards_sent = len(self.writer.written)
 
     def _on_game(self, game: FinishedGame) -> None:
@@ -112,6 +123,10 @@ class Worker:
             return None
         self.last_check = now
         self.threshold = load_resign(self.rd, self.cfg).threshold
+        if self.remote is not None:  # the server swaps models; file the games under what it now runs
+            if self.remote.generation != self.generation:
+                self._open_writer(self.remote.generation)
+            return None
         best = self.rd.best()
         if best is None or best.generation == self.generation:
             return None
@@ -122,20 +137,31 @@ class Worker:
         if best is None:
             raise RuntimeError(f"{self.rd.root}: no best model; call ensure_best_model first")
         self.threshold = load_resign(self.rd, self.cfg).threshold
-        evaluator = self._load(best.generation)
+        if self.server is not None:
+            capacity = min(self.cfg.inference.max_batch, self.cfg.server.max_batch)
+            evaluator = self.remote = RemoteEvaluator(self.server, capacity, self.cfg.server.timeout_s)
+            self._open_writer(self.remote.generation)
+        else:
+            evaluator = self._load(best.generation)
         self.last_check = time.monotonic()
         try:
             stats = play_games(evaluator, self.cfg, n_games, self._on_game, self.rng,
                                resign_threshold=lambda: self.threshold, refresh=self._refresh)
         finally:
             self._close_writer()
+            if self.remote is not None:
+                self.remote.close()
         self.queue.put(("done", self.worker_id,
                         {"seconds": stats.seconds, "eval_seconds": stats.eval_seconds}))
 
 
-def _worker_entry(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: Any,
-                  seed: int | None) -> None:
-    """Process entry point (spawn): one compute thread unless the config says otherwise."""
+def play_worker(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: Any, seed: int | None,
+                server: ServerAddress | None = None, session: str = "") -> None:
+    """Run one worker in this process with one compute thread unless the config says otherwise.
+
+    The entry point of spawned worker processes and of Ray tasks; errors are reported on `queue`
+    as well as raised, so the parent can show the traceback.
+    """
     cfg = config_from_dict(cfg_data)
     threads = cfg.inference.threads or 1
     cfg = replace(cfg, inference=replace(cfg.inference, threads=threads))
@@ -143,7 +169,7 @@ def _worker_entry(root: str, cfg_data: dict, worker_id: int, n_games: int, queue
 
     torch.set_num_threads(threads)
     try:
-        Worker(RunDir.open(root), cfg, worker_id, queue, seed).run(n_games)
+        Worker(RunDir.open(root), cfg, worker_id, queue, seed, server=server, session=session).run(n_games)
     except BaseException:
         queue.put(("error", worker_id, traceback.format_exc()))
         raise
@@ -152,6 +178,7 @@ def _worker_entry(root: str, cfg_data: dict, worker_id: int, n_games: int, queue
 @dataclass
 class WorkerSummary:
     games: int = 0
+    games_saved: int = 0  # games in shards on disk (a killed worker loses the rest)
     positions: int = 0
     shards: int = 0
     generations: set[int] = field(default_factory=set)
@@ -175,6 +202,8 @@ class SelfplaySummary:
     shards: list[Path] = field(default_factory=list)
     failed_workers: list[int] = field(default_factory=list)
     resign_threshold: float = 0.0
+    restarts: int = 0
+    servers: list[dict] = field(default_factory=list)  # inference servers' final counters
 
     @property
     def games_per_hour(self) -> float:
@@ -185,71 +214,145 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
-def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
-                 seed: int | None = None) -> SelfplaySummary:
-    """Play `games` games in `workers` spawned processes; return the summary once all have ended.
+class Collector:
+    """The parent's side of the worker queue: tallies games and shards, owns resignation, draws the bar.
 
-    A worker that dies is reported (its games in progress are lost) and the others carry on.
+    Shared by local worker processes and Ray tasks, which report the same messages.
     """
-    ensure_best_model(rd, cfg, seed)
-    n_workers = max(1, min(workers or cfg.selfplay.workers, games))
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = []
-    for w, n in enumerate(_split(games, n_workers)):
-        wseed = None if seed is None else seed + 1000 * w
-        p = ctx.Process(target=_worker_entry, args=(str(rd.root), config_to_dict(cfg), w, n, q, wseed),
-                        name=f"selfplay-w{w}")
-        p.start()
-        procs.append(p)
-    summary = SelfplaySummary()
-    per = [WorkerSummary() for _ in procs]
-    resign = load_resign(rd, cfg)
-    reasons: Counter[str] = Counter()
-    bar = None
-    if progress:
-        from tqdm import tqdm
 
-        bar = tqdm(total=games, unit="game", dynamic_ncols=True, desc=f"self-play {rd.root.name}")
-    start = time.perf_counter()
+    def __init__(self, rd: RunDir, cfg: Config, games: int, n_workers: int, progress: bool) -> None:
+        self.rd = rd
+        self.summary = SelfplaySummary()
+        self.per = [WorkerSummary() for _ in range(n_workers)]
+        self.resign = load_resign(rd, cfg)
+        self.reasons: Counter[str] = Counter()
+        self.start = time.perf_counter()
+        self.bar = None
+        if progress:
+            from tqdm import tqdm
 
-    def handle(msg: tuple) -> None:
+            self.bar = tqdm(total=games, unit="game", dynamic_ncols=True, desc=f"self-play {rd.root.name}")
+
+    def handle(self, msg: tuple) -> None:
         kind, w, data = msg
+        summary, per = self.summary, self.per[w]
         if kind == "game":
-            per[w].games += 1
-            per[w].positions += data["plies"]
-            per[w].generations.add(data["generation"])
+            per.games += 1
+            per.positions += data["plies"]
+            per.generations.add(data["generation"])
             summary.games += 1
             summary.positions += data["plies"]
             summary.targets += data["targets"]
             summary.black_wins += data["winner"] == BLACK_WIN
             summary.white_wins += data["winner"] == WHITE_WIN
             summary.draws += data["winner"] not in (BLACK_WIN, WHITE_WIN)
-            reasons[data["reason"]] += 1
+            self.reasons[data["reason"]] += 1
             if data["false_positive"] is not None:
-                resign.observe(data["false_positive"])
-                rd.write_json(STATE_FILE, resign.to_dict())
-            if bar is not None:
-                hours = (time.perf_counter() - start) / 3600.0
-                bar.update(1)
-                bar.set_postfix_str(
+                self.resign.observe(data["false_positive"])
+                self.rd.write_json(STATE_FILE, self.resign.to_dict())
+            if self.bar is not None:
+                hours = (time.perf_counter() - self.start) / 3600.0
+                self.bar.update(1)
+                self.bar.set_postfix_str(
                     f"pos {summary.positions:,} | {summary.games / max(hours, 1e-9):,.0f} games/h | "
                     f"avg {summary.positions / summary.games:.0f} plies | "
                     f"B/W/D {summary.black_wins}/{summary.white_wins}/{summary.draws}", refresh=False)
         elif kind == "shard":
-            per[w].shards += 1
-            summary.shards.append(Path(data))
+            per.shards += 1
+            per.games_saved += data["games"]
+            summary.shards.append(Path(data["path"]))
         elif kind == "done":
-            per[w].done = True
+            per.done = True
         elif kind == "error":
-            per[w].error = data.strip().splitlines()[-1] if data.strip() else "error"
+            per.error = data.strip().splitlines()[-1] if data.strip() else "error"
             print(f"self-play worker {w} failed:\n{data}", file=sys.stderr)
 
-    reported: set[int] = set()
+    def finish(self, describe: list[str]) -> SelfplaySummary:
+        """Close the bar, fill in the totals; `describe[w]` names worker w (pid or Ray node)."""
+        if self.bar is not None:
+            self.bar.close()
+        summary = self.summary
+        summary.seconds = time.perf_counter() - self.start
+        summary.reasons = dict(self.reasons)
+        summary.resign_threshold = self.resign.threshold
+        for w, s in enumerate(self.per):
+            if not s.done:
+                summary.failed_workers.append(w)
+            if self.bar is not None:
+                status = "ok" if s.done else f"FAILED (exit code {s.exitcode}{': ' + s.error if s.error else ''})"
+                print(f"worker {w} ({describe[w]}): {s.games} games ({s.games_saved} in {s.shards} shards), "
+                      f"{s.positions:,} positions, "
+                      f"generations {sorted(s.generations)}, {status}", flush=True)
+        return summary
+
+
+def start_servers(rd: RunDir, cfg: Config, verbose: bool = True) -> list[ServerProcess]:
+    """One inference server per `server.devices` entry (default: per GPU, else one on the CPU)."""
+    servers: list[ServerProcess] = []
     try:
+        for device in cfg.server.devices or default_devices():
+            servers.append(start_server(ModelSource.run(rd.root), cfg.inference, cfg.server, device, verbose))
+    except BaseException:
+        for srv in servers:
+            srv.stop()
+        raise
+    return servers
+
+
+def collect_server_stats(servers: list[ServerProcess], summary: SelfplaySummary) -> None:
+    """Each server's final counters into the summary (a dead server's entry says why it has none)."""
+    for srv in servers:
+        try:
+            summary.servers.append(srv.stats())
+        except Exception as exc:
+            summary.servers.append({"device": srv.describe, "error": str(exc)})
+
+
+def server_lines(summary: SelfplaySummary) -> list[str]:
+    """One readable line per inference server of a session."""
+    lines = []
+    for s in summary.servers:
+        if "error" in s:
+            lines.append(f"inference server ({s['device']}): no counters ({s['error']})")
+        else:
+            lines.append(f"inference server ({s['device']}): {s['positions']:,} evaluations, "
+                         f"{s['evals_per_s']:,.0f}/s, mean batch {s['mean_batch']}, busy {s['busy']:.0%}, "
+                         f"{s['swaps']} model swaps, {s['clients_lost']} workers lost")
+    return lines
+
+
+def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
+                 seed: int | None = None) -> SelfplaySummary:
+    """Play `games` games in `workers` spawned processes; return the summary once all have ended.
+
+    With `selfplay.ray` set, the workers are Ray tasks instead (`selfplay.cluster`). With
+    `server.enabled`, workers evaluate through inference servers (one per device) started here,
+    worker w using server w mod S. A worker that dies is reported (its games in progress are
+    lost) and the others carry on.
+    """
+    if cfg.selfplay.ray:
+        from selfplay.cluster import run_selfplay_ray
+
+        return run_selfplay_ray(rd, cfg, games, cfg.selfplay.ray, workers, progress, seed)
+    ensure_best_model(rd, cfg, seed)
+    n_workers = max(1, min(workers or cfg.selfplay.workers, games))
+    servers = start_servers(rd, cfg, progress) if cfg.server.enabled else []
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = []
+    collector = Collector(rd, cfg, games, n_workers, progress)
+    try:
+        for w, n in enumerate(_split(games, n_workers)):
+            wseed = None if seed is None else seed + 1000 * w
+            address = servers[w % len(servers)].address if servers else None
+            p = ctx.Process(target=play_worker, args=(str(rd.root), config_to_dict(cfg), w, n, q, wseed, address),
+                            name=f"selfplay-w{w}")
+            p.start()
+            procs.append(p)
+        reported: set[int] = set()
         while True:
             try:
-                handle(q.get(timeout=0.25))
+                collector.handle(q.get(timeout=0.25))
                 continue
             except queue_mod.Empty:
                 pass
@@ -261,7 +364,7 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
             if all(not p.is_alive() for p in procs):
                 while True:
                     try:
-                        handle(q.get(timeout=0.1))
+                        collector.handle(q.get(timeout=0.1))
                     except queue_mod.Empty:
                         break
                 break
@@ -272,17 +375,9 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
     finally:
         for p in procs:
             p.join(timeout=5)
-        if bar is not None:
-            bar.close()
-    summary.seconds = time.perf_counter() - start
-    summary.reasons = dict(reasons)
-    summary.resign_threshold = resign.threshold
-    for w, (p, s) in enumerate(zip(procs, per, strict=True)):
+        collect_server_stats(servers, collector.summary)
+        for srv in servers:
+            srv.stop()
+    for p, s in zip(procs, collector.per, strict=True):
         s.exitcode = p.exitcode
-        if not s.done:
-            summary.failed_workers.append(w)
-        if progress:
-            status = "ok" if s.done else f"FAILED (exit code {p.exitcode}{': ' + s.error if s.error else ''})"
-            print(f"worker {w} (pid {p.pid}): {s.games} games, {s.positions:,} positions, {s.shards} shards, "
-                  f"generations {sorted(s.generations)}, {status}", flush=True)
-    return summary
+    return collector.finish([f"pid {p.pid}" for p in procs])

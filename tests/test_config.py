@@ -23,7 +23,7 @@ CONFIG_FILES = sorted(CONFIG_DIR.glob("*.yaml"))
 
 
 def test_config_files_exist():
-    assert {p.stem for p in CONFIG_FILES} >= {"tiny", "dlshogi10b"}
+    assert {p.stem for p in CONFIG_FILES} >= {"tiny", "gpu-1", "cluster"}
 
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.stem)
@@ -42,9 +42,13 @@ def test_named_configs():
     tiny = load_config(CONFIG_DIR / "tiny.yaml")
     assert (tiny.model.blocks, tiny.model.channels) == (5, 64)
     assert tiny.inference.backend == "onnx" and tiny.inference.threads == 1
-    big = load_config(CONFIG_DIR / "dlshogi10b.yaml")
+    big = load_config(CONFIG_DIR / "gpu-1.yaml")
     assert (big.model.blocks, big.model.channels) == (10, 192)
+    assert big.server.enabled and big.server.max_batch >= big.inference.max_batch
     assert big.search.c_init == 1.44  # untouched keys keep their defaults
+    cluster = load_config(CONFIG_DIR / "cluster.yaml")
+    assert (cluster.model.blocks, cluster.model.channels) == (20, 256)
+    assert cluster.selfplay.ray == "auto" and cluster.server.enabled
 
 
 def test_defaults():

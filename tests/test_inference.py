@@ -307,3 +307,15 @@ def test_real_backends_split_large_batches(model, planes):
     p_ref, v_ref = _reference(model, planes)
     _close(p, p_ref)
     _close(v, v_ref)
+
+
+def test_gpu_providers_are_bound_to_the_requested_gpu():
+    from dlzero.inference.onnx_backend import with_device
+
+    gpu = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert with_device(gpu, "cuda:1") == [("TensorrtExecutionProvider", {"device_id": 1}),
+                                          ("CUDAExecutionProvider", {"device_id": 1}), "CPUExecutionProvider"]
+    assert with_device(gpu[1:], "cuda")[0] == ("CUDAExecutionProvider", {"device_id": 0})
+    assert with_device(["CPUExecutionProvider"], "cpu") == ["CPUExecutionProvider"]
+    with pytest.raises(BackendError, match="cuda:x"):
+        with_device(gpu, "cuda:x")

@@ -1,4 +1,4 @@
-"""`dlzero bench infer|search|selfplay`: figures for every speed target, as a table or JSON lines."""
+"""`dlzero bench infer|search|selfplay|server`: figures for every speed target, as a table or JSON lines."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _names(text: str) -> list[str]:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="benchmarks: inference, search, self-play")
+    p = sub.add_parser("bench", help="benchmarks: inference, search, self-play, inference server")
     bsub = p.add_subparsers(dest="bench", metavar="WHAT")
     bsub.required = True
 
@@ -40,6 +40,19 @@ def register(sub) -> None:
     pself.add_argument("--moves", type=int, default=20, help="lockstep steps (plies per game slot) per G")
     pself.add_argument("--json", action="store_true", help="one JSON object per line")
     pself.set_defaults(func=run_selfplay)
+
+    psrv = bsub.add_parser("server", help="inference server: evaluations/s and mean batch with W worker processes")
+    add_config_args(psrv)
+    add_inference_args(psrv)
+    psrv.add_argument("--model", help=".pt or .onnx model (default: a random model of the config's shape)")
+    psrv.add_argument("--workers", type=_ints, default=[1, 2, 4], help="comma-separated worker counts")
+    psrv.add_argument("--seconds", type=float, default=10.0, help="measurement window per worker count")
+    psrv.add_argument("--max-batch", dest="server_max_batch", type=int, help="server.max_batch")
+    psrv.add_argument("--max-wait-ms", dest="server_max_wait_ms", type=float, help="server.max_wait_ms")
+    psrv.add_argument("--parallel", dest="games_in_parallel", type=int, metavar="G",
+                      help="games each worker plays in lockstep (selfplay.games_in_parallel)")
+    psrv.add_argument("--json", action="store_true", help="one JSON object per line")
+    psrv.set_defaults(func=run_server)
 
     ps = bsub.add_parser("search", help="simulations/s: null evaluator, torch, onnx; one tree and many")
     add_config_args(ps)
@@ -74,6 +87,17 @@ def run_infer(args: argparse.Namespace) -> int:
         print(json.dumps({"backend": "encoder", "batch": 256, "positions_per_s": round(enc, 1)}))
     else:
         print(f"encoder: {enc:,.0f} positions/s (100 planes, mid-game positions)", file=sys.stdout)
+    return 0
+
+
+def run_server(args: argparse.Namespace) -> int:
+    from dlzero.bench.server import bench_server
+
+    cfg = config_from_args(args, {"server_max_batch": "server.max_batch", "server_max_wait_ms": "server.max_wait_ms",
+                                  "games_in_parallel": "selfplay.games_in_parallel"})
+    rows = bench_server(cfg, args.workers, args.seconds, args.model)
+    _print_rows(rows, args.json, ["workers", "evals_per_s", "mean_batch", "busy", "inference_only_per_s",
+                                  "server_vs_inference", "positions_per_s"])
     return 0
 
 

@@ -23,7 +23,7 @@ FLAG_KEYS: dict[str, str] = {
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="YAML config file, or the name of one in configs/ (tiny, dlshogi10b, "
+    p.add_argument("--config", help="YAML config file, or the name of one in configs/ (tiny, gpu-1, cluster, "
                    "...); default: built-in defaults (a 5x64 network)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override any config key, e.g. --set model.blocks=6 (repeatable)")

@@ -12,7 +12,8 @@ import sys
 
 from dlzero.commands.common import add_config_args, add_inference_args, run_from_args
 
-SELFPLAY_KEYS = {"games_in_parallel": "selfplay.games_in_parallel", "workers": "selfplay.workers"}
+SELFPLAY_KEYS = {"games_in_parallel": "selfplay.games_in_parallel", "workers": "selfplay.workers",
+                 "ray": "selfplay.ray", "max_restarts": "selfplay.max_restarts", "server": "server.enabled"}
 
 
 def register(sub) -> None:
@@ -24,6 +25,12 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, help="worker processes (selfplay.workers)")
     p.add_argument("--parallel", dest="games_in_parallel", type=int, metavar="G",
                    help="games each worker plays in lockstep (selfplay.games_in_parallel)")
+    p.add_argument("--ray", metavar="ADDRESS",
+                   help="place workers on a Ray cluster: local, auto, or an address (selfplay.ray); "
+                        "needs pip install 'dlzero[cluster]'")
+    p.add_argument("--max-restarts", type=int, help="restarts of a dead Ray worker (selfplay.max_restarts)")
+    p.add_argument("--server", action="store_true", default=None,
+                   help="workers evaluate through one inference server per GPU (server.enabled)")
     p.add_argument("--seed", type=int, default=None, help="random seed (weights of a new run, game choices)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or per-worker lines")
     p.set_defaults(func=run)
@@ -32,14 +39,17 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     rd, cfg = run_from_args(args, SELFPLAY_KEYS, "dlzero selfplay")
     games = args.games if args.games is not None else cfg.selfplay.games_per_generation
-    from selfplay.worker import run_selfplay
+    from selfplay.worker import run_selfplay, server_lines
 
     s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
     split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"
     print(f"{s.games} games, {s.positions:,} positions ({s.targets:,} with visit counts) "
           f"in {s.seconds:.1f} s "
           f"({s.games_per_hour:,.0f} games/h); {split}; {len(s.shards)} shards; "
-          f"resign threshold {s.resign_threshold:.4f}", file=sys.stderr)
+          f"resign threshold {s.resign_threshold:.4f}"
+          f"{f'; {s.restarts} worker restarts' if s.restarts else ''}", file=sys.stderr)
+    for line in server_lines(s):
+        print(line, file=sys.stderr)
     if s.failed_workers:
         print(f"dlzero selfplay: workers {s.failed_workers} failed", file=sys.stderr)
         return 1

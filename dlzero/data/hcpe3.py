@@ -375,6 +375,7 @@ class ShardWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.games_per_shard = games_per_shard
         self.written: list[Path] = []
+        self.written_games: list[int] = []  # games in each written shard
         self._stem = f"{prefix}-{os.getpid()}-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
         self._pending: list[bytes] = []
         self._pending_moves = 0
@@ -396,6 +397,7 @@ class ShardWriter:
         path = self.directory / f"{self._stem}-{len(self.written):05d}{SHARD_SUFFIX}"
         _write_shard(path, self._pending, self._pending_moves, self.meta)
         self.written.append(path)
+        self.written_games.append(len(self._pending))
         self._pending = []
         self._pending_moves = 0
         return path

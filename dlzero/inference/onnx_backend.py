@@ -23,6 +23,23 @@ from dlzero.model.export import INPUT_NAME, METADATA_KEY, OUTPUT_NAMES
 _GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
 
+def _device_id(device: str) -> int:
+    """The N of `cuda:N` (0 for plain `cuda` or `auto`)."""
+    _, _, index = device.partition(":")
+    if index and not index.isdigit():
+        raise BackendError(f"unknown device '{device}' (use auto, cpu, cuda or cuda:N)")
+    return int(index or 0)
+
+
+def with_device(providers: list[str], device: str) -> list:
+    """Providers as onnxruntime takes them, GPU ones bound to the GPU that `device` names.
+
+    Without the device_id option every session would land on GPU 0, whatever `cuda:N` said.
+    """
+    gpu = _device_id(device) if device.startswith("cuda") else 0
+    return [(p, {"device_id": gpu}) if p in _GPU_PROVIDERS else p for p in providers]
+
+
 def choose_providers(cfg: InferenceConfig) -> list[str]:
     """The provider list for a session, validated against this onnxruntime build."""
     available = ort.get_available_providers()
@@ -64,7 +81,8 @@ class OnnxEvaluator(Evaluator):
         providers = choose_providers(cfg)
         try:
             target = model if isinstance(model, bytes) else str(model)
-            self.session = ort.InferenceSession(target, sess_options=opts, providers=providers)
+            self.session = ort.InferenceSession(target, sess_options=opts,
+                                                providers=with_device(providers, cfg.device))
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf/NoSuchFile types
             raise ModelFileError(f"{self.source}: onnxruntime cannot load it: {exc}") from None
         self._check_signature()

@@ -1,0 +1,75 @@
+"""Self-play on Ray in local mode: workers writing shards, a killed worker restarted, the server path."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from dlzero.config import load_config
+from dlzero.data.hcpe3 import read_hcpe3, read_sidecar
+from dlzero.rundir import RunDir
+
+pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra (installed with the dev extra)")
+
+SMALL = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=onnx",
+         "inference.threads=1", "selfplay.playouts=8", "selfplay.cheap_playouts=4", "selfplay.max_moves=30",
+         "selfplay.random_plies=2"]
+
+
+def test_cli_ray_local_two_workers_write_shards(tmp_path):
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "dlzero.cli", "selfplay", "--run", str(run), "--ray", "local", "--workers", "2",
+            "--games", "4", "--parallel", "2", "--seed", "1", "--quiet"]
+    for s in SMALL:
+        args += ["--set", s]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "4 games" in proc.stderr
+    rd = RunDir.open(run)
+    shards = rd.shards()
+    assert {p.name.split("-")[1] for p in shards} == {"w0", "w1"}
+    assert sum(len(read_hcpe3(p)) for p in shards) == 4
+    assert rd.config().selfplay.ray == "local"  # the run remembers how it was played
+
+
+def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
+    from selfplay.cluster import run_selfplay_ray
+
+    cfg = load_config(None, [*SMALL, "selfplay.games_in_parallel=1", "selfplay.games_per_shard=1",
+                             "server.enabled=true", "selfplay.ray=local"])
+    rd = RunDir.create(tmp_path / "run", cfg)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            shards = list(rd.data_dir.glob("gen-*/selfplay-w0-*.hcpe3"))
+            if shards:
+                pid = int(shards[0].name.split("-")[2])  # ShardWriter names: prefix-pid-...
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    summary = run_selfplay_ray(rd, cfg, games=10, address="local", workers=2, progress=False, seed=0)
+    t.join()
+    assert killed, "no shard appeared to trigger the kill"
+    assert summary.restarts == 1
+    assert not summary.failed_workers
+    assert "restarting it" in capfd.readouterr().out
+    shards = rd.shards()
+    # every game the run asked for is on disk exactly once, whatever the dead worker had played
+    assert sum(read_sidecar(p)["games"] for p in shards) == 10
+    assert sum(len(read_hcpe3(p)) for p in shards) == 10
+    w0_pids = {p.name.split("-")[2] for p in shards if p.name.startswith("selfplay-w0-")}
+    assert len(w0_pids) == 2 and str(killed[0]) in w0_pids  # the first process and its replacement
+    (server,) = summary.servers
+    assert server["clients_seen"] == 3 and server["clients_lost"] == 1
