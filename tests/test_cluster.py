@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
+from killers import ShardKiller
 
 from dlzero.config import load_config
 from dlzero.data.hcpe3 import read_hcpe3, read_sidecar
@@ -44,24 +41,11 @@ def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
     cfg = load_config(None, [*SMALL, "selfplay.games_in_parallel=1", "selfplay.games_per_shard=1",
                              "server.enabled=true", "selfplay.ray=local"])
     rd = RunDir.create(tmp_path / "run", cfg)
-    killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            shards = list(rd.data_dir.glob("gen-*/selfplay-w0-*.hcpe3"))
-            if shards:
-                pid = int(shards[0].name.split("-")[2])  # ShardWriter names: prefix-pid-...
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-            time.sleep(0.02)
-
-    t = threading.Thread(target=killer)
-    t.start()
+    killer = ShardKiller(rd, worker=0)
+    killer.start()
     summary = run_selfplay_ray(rd, cfg, games=10, address="local", workers=2, progress=False, seed=0)
-    t.join()
-    assert killed, "no shard appeared to trigger the kill"
+    killer.join()
+    assert killer.killed, "no shard appeared to trigger the kill"
     assert summary.restarts == 1
     assert not summary.failed_workers
     assert "restarting it" in capfd.readouterr().out
@@ -70,6 +54,6 @@ def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
     assert sum(read_sidecar(p)["games"] for p in shards) == 10
     assert sum(len(read_hcpe3(p)) for p in shards) == 10
     w0_pids = {p.name.split("-")[2] for p in shards if p.name.startswith("selfplay-w0-")}
-    assert len(w0_pids) == 2 and str(killed[0]) in w0_pids  # the first process and its replacement
+    assert len(w0_pids) == 2 and str(killer.killed[0]) in w0_pids  # the first process and its replacement
     (server,) = summary.servers
     assert server["clients_seen"] == 3 and server["clients_lost"] == 1

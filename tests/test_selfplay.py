@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import cshogi
 import numpy as np
 import pytest
+from killers import ShardKiller
 
 from dlzero.config import Config, load_config
 from dlzero.data.hcpe3 import (
@@ -208,24 +205,11 @@ def test_cli_selfplay_creates_run(tmp_path):
 def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
     cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30")
     rd = RunDir.create(tmp_path / "run", cfg)
-    killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            shards = list(rd.data_dir.glob("gen-*/selfplay-w0-*.hcpe3"))
-            if shards:
-                pid = int(shards[0].name.split("-")[2])  # ShardWriter names: prefix-pid-...
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-            time.sleep(0.05)
-
-    t = threading.Thread(target=killer)
-    t.start()
+    killer = ShardKiller(rd, worker=0)
+    killer.start()
     summary = run_selfplay(rd, cfg, games=120, workers=2, progress=False, seed=0)
-    t.join()
-    assert killed, "no shard appeared to trigger the kill"
+    killer.join()
+    assert killer.killed, "no shard appeared to trigger the kill"
     assert summary.failed_workers == [0]
     assert "worker 0" in capfd.readouterr().err
     written = list(rd.data_dir.glob("gen-*/*.hcpe3"))
