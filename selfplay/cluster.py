@@ -112,7 +112,7 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
     server: Ray's CPUs are scheduling tokens, and the point is to run every worker at once.
     """
     ray = import_ray()
-    from ray.util.queue import Empty, Queue
+    from ray.util.queue import Queue
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     ensure_best_model(rd, cfg, seed)
@@ -142,15 +142,9 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
         running[ref] = w
         attempts[w] += 1
 
-    def drain() -> None:
-        while True:
-            try:
-                batch = queue.get_nowait_batch(queue.qsize()) if queue.qsize() else []
-            except Empty:
-                batch = []
-            if not batch:
-                return
-            for msg in batch:
+    def drain() -> None:  # this loop is the queue's only consumer, so qsize items are there to take
+        while queue.qsize():
+            for msg in queue.get_nowait_batch(queue.qsize()):
                 collector.handle(msg)
 
     try:
@@ -174,7 +168,6 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
                         print(f"self-play worker {w} died ({reason}); restarting it for its {left} unsaved games",
                               flush=True)
                         collector.summary.restarts += 1
-                        per.done = False
                         submit(w, left)
                     else:
                         per.error = per.error or reason
