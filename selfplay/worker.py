@@ -5,24 +5,28 @@ writes them with `ShardWriter` into `data/gen-XXXX/` of the generation that play
 games it re-reads `models/best.json` (and the resign threshold) at most every `check_interval`
 seconds and switches to a newly promoted model, starting a new shard in that generation's folder.
 
-The parent owns the resignation bookkeeping: workers report each game on a queue, the parent feeds
+The parent owns the resignation bookkeeping: workers report each game on a pipe, the parent feeds
 no-resign games to a `ResignController` and writes the threshold to `selfplay_state.json`, which
 every worker reads back. One writer, many readers, so concurrent workers never lose an update.
 
 Shards are atomic, so a killed worker loses only its unfinished games and its unflushed shard; the
-parent reports the death and lets the other workers finish.
+parent reports the death and lets the other workers finish. Each worker reports on a pipe of its own
+(`PipeReporter`), not on one shared `multiprocessing.Queue`: a worker SIGKILLed while writing to a
+shared queue leaves the queue's write lock taken, and every other worker then blocks forever on its
+next report. A message half-written to a private pipe just reads as end-of-file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
-import queue as queue_mod
 import sys
 import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -321,6 +325,43 @@ def server_lines(summary: SelfplaySummary) -> list[str]:
     return lines
 
 
+class PipeReporter:
+    """A worker's report channel to its parent: `put` sends one message down the worker's own pipe."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def put(self, msg: tuple) -> None:
+        self.conn.send(msg)
+
+
+def gather(procs: list[BaseProcess], readers: list[Connection], handle: Any, poll_s: float = 0.25) -> None:
+    """Pass each worker's messages to `handle` until every worker has exited and its pipe is drained.
+
+    Worker w reports on `readers[w]`. A worker that dies is reported on stderr once; whatever it
+    sent before dying is still handled, and a message it was cut off in the middle of is dropped.
+    """
+    open_readers = dict(enumerate(readers))
+    reported: set[int] = set()
+    while open_readers:
+        ready = wait(list(open_readers.values()), timeout=poll_s)
+        for w, conn in list(open_readers.items()):
+            if conn in ready:
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):  # the worker exited (cleanly or in the middle of a message)
+                    del open_readers[w]
+                    continue
+                handle(msg)
+            elif not procs[w].is_alive() and not conn.poll(0):  # exited with nothing left to read
+                del open_readers[w]
+        for w, p in enumerate(procs):
+            if w not in reported and p.exitcode not in (None, 0):
+                reported.add(w)
+                print(f"self-play worker {w} (pid {p.pid}) died with exit code {p.exitcode}; "
+                      "its games in progress are lost, the others go on", file=sys.stderr)
+
+
 def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
                  seed: int | None = None) -> SelfplaySummary:
     """Play `games` games in `workers` spawned processes; return the summary once all have ended.
@@ -338,36 +379,22 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
     n_workers = max(1, min(workers or cfg.selfplay.workers, games))
     servers = start_servers(rd, cfg, progress) if cfg.server.enabled else []
     ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = []
+    procs: list[BaseProcess] = []
+    readers: list[Connection] = []
     collector = Collector(rd, cfg, games, n_workers, progress)
     try:
         for w, n in enumerate(_split(games, n_workers)):
             wseed = None if seed is None else seed + 1000 * w
             address = servers[w % len(servers)].address if servers else None
-            p = ctx.Process(target=play_worker, args=(str(rd.root), config_to_dict(cfg), w, n, q, wseed, address),
+            reader, writer = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=play_worker,
+                            args=(str(rd.root), config_to_dict(cfg), w, n, PipeReporter(writer), wseed, address),
                             name=f"selfplay-w{w}")
             p.start()
+            writer.close()  # the worker holds the only write end, so its death reads as end-of-file
             procs.append(p)
-        reported: set[int] = set()
-        while True:
-            try:
-                collector.handle(q.get(timeout=0.25))
-                continue
-            except queue_mod.Empty:
-                pass
-            for w, p in enumerate(procs):
-                if w not in reported and p.exitcode not in (None, 0):
-                    reported.add(w)
-                    print(f"self-play worker {w} (pid {p.pid}) died with exit code {p.exitcode}; "
-                          "its games in progress are lost, the others go on", file=sys.stderr)
-            if all(not p.is_alive() for p in procs):
-                while True:
-                    try:
-                        collector.handle(q.get(timeout=0.1))
-                    except queue_mod.Empty:
-                        break
-                break
+            readers.append(reader)
+        gather(procs, readers, collector.handle)
     except KeyboardInterrupt:
         for p in procs:
             p.terminate()
@@ -375,6 +402,11 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
     finally:
         for p in procs:
             p.join(timeout=5)
+            if p.is_alive():  # an error in the parent must not leave workers playing on
+                p.kill()
+                p.join()
+        for reader in readers:
+            reader.close()
         collect_server_stats(servers, collector.summary)
         for srv in servers:
             srv.stop()

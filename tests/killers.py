@@ -1,11 +1,14 @@
-"""Test helper: kill a self-play worker process as soon as it has written its first shard."""
+"""Test helpers: kill a self-play worker process as soon as it has written its first shard, and
+child-process targets that report like workers and die in awkward places."""
 
 from __future__ import annotations
 
 import os
 import signal
+import struct
 import threading
 import time
+from multiprocessing.connection import Connection
 
 from dlzero.rundir import RunDir
 
@@ -28,3 +31,27 @@ class ShardKiller(threading.Thread):
                 self.killed.append(pid)
                 return
             time.sleep(0.02)
+
+
+def report_then_die_mid_message(conn: Connection, n_before: int) -> None:
+    """Child-process target: send `n_before` reports, then half a message, then die (exit code 9).
+
+    The half message is a frame header promising 1000 bytes followed by only 10 of them, what a
+    worker SIGKILLed inside `Connection.send` leaves in its pipe.
+    """
+    from selfplay.worker import PipeReporter
+
+    reporter = PipeReporter(conn)
+    for i in range(n_before):
+        reporter.put(("game", 0, {"i": i}))
+    os.write(conn.fileno(), struct.pack("!i", 1000) + b"x" * 10)
+    os._exit(9)
+
+
+def report_and_exit(conn: Connection, worker: int, n: int) -> None:
+    """Child-process target: send `n` reports and exit cleanly."""
+    from selfplay.worker import PipeReporter
+
+    reporter = PipeReporter(conn)
+    for i in range(n):
+        reporter.put(("game", worker, {"i": i}))

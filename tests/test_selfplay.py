@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
-from killers import ShardKiller
+from killers import ShardKiller, report_and_exit, report_then_die_mid_message
 
 from dlzero.config import Config, load_config
 from dlzero.data.hcpe3 import (
@@ -28,7 +29,7 @@ from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
 from selfplay.games import FinishedGame, ResignController, play_games
-from selfplay.worker import Worker, ensure_best_model, run_selfplay
+from selfplay.worker import Worker, ensure_best_model, gather, run_selfplay
 
 TINY = [
     "model.blocks=1", "model.channels=16", "model.value_fc=16",
@@ -217,3 +218,28 @@ def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
     for p in written:
         assert len(read_hcpe3(p)) == read_sidecar(p)["games"] == 1
     assert summary.games >= len(written)
+
+
+@pytest.mark.timeout(60)
+def test_worker_dying_mid_message_neither_blocks_nor_loses_the_others_reports(capfd):
+    """A worker killed while sending leaves half a message; the parent keeps every whole one and ends.
+
+    With one multiprocessing.Queue shared by all workers this wedged: the dead worker kept the
+    queue's write lock and the survivors blocked on their next report.
+    """
+    ctx = mp.get_context("spawn")
+    procs, readers = [], []
+    for target, args in ((report_then_die_mid_message, (3,)), (report_and_exit, (1, 5))):
+        reader, writer = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=target, args=(writer, *args))
+        p.start()
+        writer.close()
+        procs.append(p)
+        readers.append(reader)
+    got: list[tuple] = []
+    gather(procs, readers, got.append, poll_s=0.05)
+    for p in procs:
+        p.join()
+    assert [p.exitcode for p in procs] == [9, 0]
+    assert sorted((w, d["i"]) for _, w, d in got) == [(0, i) for i in range(3)] + [(1, i) for i in range(5)]
+    assert "self-play worker 0" in capfd.readouterr().err
