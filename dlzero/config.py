@@ -128,7 +128,7 @@ class SelfplayConfig:
     games_per_generation: int = _field(128, _positive, "games each generation adds (loop)")
     games_per_shard: int = _field(32, _positive, "games per hcpe3 shard file")
     ray: str = _field("", None, "Ray cluster for workers: '' (local processes), local, auto, or an address")
-    max_restarts: int = _field(3, _non_negative, "times a dead Ray worker is restarted for its unsaved games")
+    max_restarts: int = _field(3, _non_negative, "times a dead self-play worker is restarted for its unsaved games")
 
 
 @dataclass

@@ -5,7 +5,8 @@ Roles still meet only through the run directory, which every node must see at th
 
 - Workers are Ray tasks (`num_cpus` = their compute threads). A task that dies (its process is
   killed, its node is lost) is started again for the games its shards do not hold yet, up to
-  `selfplay.max_restarts` times per worker; games it had played but not yet written are lost, as locally.
+  `selfplay.max_restarts` times per worker, as local workers are; games it had played but not yet
+  written are lost.
 - With `server.enabled`, one inference server runs per GPU of the cluster (an actor holding one
   GPU, which spawns the server process), or one on the CPU when the cluster has no GPU; workers
   are pinned to their server's node, since they meet it through shared memory.
@@ -23,11 +24,10 @@ import secrets
 from typing import Any
 
 from dlzero.config import Config, config_to_dict
-from dlzero.data.hcpe3 import SHARD_SUFFIX, read_sidecar
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerAddress, start_server
 from dlzero.rundir import RunDir
-from selfplay.worker import Collector, SelfplaySummary, _split, ensure_best_model, play_worker
+from selfplay.worker import Collector, SelfplaySummary, _split, ensure_best_model, play_worker, saved_games
 
 
 def import_ray() -> Any:
@@ -71,23 +71,6 @@ class _ServerActor:
 
     def stop(self) -> None:
         self.proc.stop()
-
-
-def saved_games(rd: RunDir, session: str, worker: int) -> int:
-    """Games on disk from `worker` in this session, read from the shards' sidecars.
-
-    The disk, not the worker's messages, is the truth: a worker killed between writing a shard and
-    reporting it would otherwise have that shard's games played twice.
-    """
-    total = 0
-    for shard in rd.data_dir.glob(f"gen-*/selfplay-w{worker}-*{SHARD_SUFFIX}"):
-        try:
-            side = read_sidecar(shard)
-        except (OSError, DlzeroError):
-            continue
-        if side.get("meta", {}).get("session") == session:
-            total += int(side.get("games", 0))
-    return total
 
 
 def _start_servers(ray: Any, rd: RunDir, cfg: Config) -> list[tuple[Any, ServerAddress, str]]:

@@ -10,7 +10,8 @@ no-resign games to a `ResignController` and writes the threshold to `selfplay_st
 every worker reads back. One writer, many readers, so concurrent workers never lose an update.
 
 Shards are atomic, so a killed worker loses only its unfinished games and its unflushed shard; the
-parent reports the death and lets the other workers finish. Each worker reports on a pipe of its own
+parent reports the death, starts the worker again for the games its shards do not hold (up to
+`selfplay.max_restarts` times) and lets the other workers go on. Each worker reports on a pipe of its own
 (`PipeReporter`), not on one shared `multiprocessing.Queue`: a worker SIGKILLed while writing to a
 shared queue leaves the queue's write lock taken, and every other worker then blocks forever on its
 next report. A message half-written to a private pipe just reads as end-of-file.
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
+import secrets
 import sys
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -33,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from dlzero.config import Config, config_from_dict, config_to_dict, dump_config
-from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, ShardWriter
+from dlzero.data.hcpe3 import BLACK_WIN, SHARD_SUFFIX, WHITE_WIN, ShardWriter, read_sidecar
+from dlzero.errors import DlzeroError
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.inference.remote import RemoteEvaluator
@@ -77,7 +81,7 @@ class Worker:
         self.rng = np.random.default_rng(seed)
         self.check_interval = check_interval
         self.meta = {"run": rd.root.name, "worker": worker_id, "config_hash": config_hash(cfg)}
-        if session:  # lets a cluster driver count exactly what this session's workers saved
+        if session:  # lets the driver count exactly what this session's workers saved
             self.meta["session"] = session
         self.generation = -1
         self.writer: ShardWriter | None = None
@@ -335,31 +339,63 @@ class PipeReporter:
         self.conn.send(msg)
 
 
-def gather(procs: list[BaseProcess], readers: list[Connection], handle: Any, poll_s: float = 0.25) -> None:
-    """Pass each worker's messages to `handle` until every worker has exited and its pipe is drained.
+Running = dict[int, tuple[BaseProcess, Connection]]
 
-    Worker w reports on `readers[w]`. A worker that dies is reported on stderr once; whatever it
-    sent before dying is still handled, and a message it was cut off in the middle of is dropped.
+
+def gather(running: Running, handle: Callable[[tuple], None],
+           on_death: Callable[[int, int | None], tuple[BaseProcess, Connection] | None] | None = None,
+           poll_s: float = 0.25) -> dict[int, int | None]:
+    """Pass workers' messages to `handle` until every worker has exited and its pipe is drained.
+
+    `running` maps worker number to (process, read end of its pipe) and is emptied. Whatever a
+    worker sent before dying is handled; a message it was cut off in the middle of is dropped. A
+    worker that exits with a non-zero code is reported on stderr, and `on_death(w, exitcode)` may
+    return a replacement (process, pipe) that carries on as worker w. Returns the last exit codes.
     """
-    open_readers = dict(enumerate(readers))
-    reported: set[int] = set()
-    while open_readers:
-        ready = wait(list(open_readers.values()), timeout=poll_s)
-        for w, conn in list(open_readers.items()):
-            if conn in ready:
-                try:
-                    msg = conn.recv()
-                except (EOFError, OSError):  # the worker exited (cleanly or in the middle of a message)
-                    del open_readers[w]
-                    continue
-                handle(msg)
-            elif not procs[w].is_alive() and not conn.poll(0):  # exited with nothing left to read
-                del open_readers[w]
-        for w, p in enumerate(procs):
-            if w not in reported and p.exitcode not in (None, 0):
-                reported.add(w)
-                print(f"self-play worker {w} (pid {p.pid}) died with exit code {p.exitcode}; "
-                      "its games in progress are lost, the others go on", file=sys.stderr)
+    exitcodes: dict[int, int | None] = {}
+
+    def finish(w: int) -> None:
+        proc, conn = running.pop(w)
+        conn.close()
+        proc.join()  # its pipe is closed, so it is exiting
+        exitcodes[w] = proc.exitcode
+        if proc.exitcode != 0:
+            print(f"self-play worker {w} (pid {proc.pid}) died with exit code {proc.exitcode}; "
+                  "its games in progress are lost", file=sys.stderr, flush=True)
+            replacement = on_death(w, proc.exitcode) if on_death is not None else None
+            if replacement is not None:
+                running[w] = replacement
+
+    while running:
+        by_conn = {conn: w for w, (_, conn) in running.items()}
+        for conn in wait(list(by_conn), timeout=poll_s):
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):  # the worker exited (cleanly or in the middle of a message)
+                finish(by_conn[conn])
+                continue
+            handle(msg)
+        for w, (proc, conn) in list(running.items()):
+            if not proc.is_alive() and not conn.poll(0):  # exited with nothing left to read
+                finish(w)
+    return exitcodes
+
+
+def saved_games(rd: RunDir, session: str, worker: int) -> int:
+    """Games on disk from `worker` in this session, read from the shards' sidecars.
+
+    The disk, not the worker's messages, is the truth: a worker killed between writing a shard and
+    reporting it would otherwise have that shard's games played twice when it is restarted.
+    """
+    total = 0
+    for shard in rd.data_dir.glob(f"gen-*/selfplay-w{worker}-*{SHARD_SUFFIX}"):
+        try:
+            side = read_sidecar(shard)
+        except (OSError, DlzeroError):
+            continue
+        if side.get("meta", {}).get("session") == session:
+            total += int(side.get("games", 0))
+    return total
 
 
 def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
@@ -379,22 +415,42 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
     n_workers = max(1, min(workers or cfg.selfplay.workers, games))
     servers = start_servers(rd, cfg, progress) if cfg.server.enabled else []
     ctx = mp.get_context("spawn")
-    procs: list[BaseProcess] = []
-    readers: list[Connection] = []
+    session = secrets.token_hex(6)
+    assigned = _split(games, n_workers)
+    attempts = [0] * n_workers
+    procs: list[BaseProcess] = []  # every process started, replacements included
+    pids: list[list[int | None]] = [[] for _ in range(n_workers)]
+    running: Running = {}
     collector = Collector(rd, cfg, games, n_workers, progress)
+
+    def start(w: int, n: int) -> tuple[BaseProcess, Connection]:
+        wseed = None if seed is None else seed + 1000 * w + attempts[w]
+        address = servers[w % len(servers)].address if servers else None
+        reader, writer = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=play_worker, name=f"selfplay-w{w}",
+                        args=(str(rd.root), config_to_dict(cfg), w, n, PipeReporter(writer), wseed, address, session))
+        p.start()
+        writer.close()  # the worker holds the only write end, so its death reads as end-of-file
+        attempts[w] += 1
+        procs.append(p)
+        pids[w].append(p.pid)
+        return p, reader
+
+    def restart(w: int, exitcode: int | None) -> tuple[BaseProcess, Connection] | None:
+        left = assigned[w] - saved_games(rd, session, w)
+        if left <= 0 or attempts[w] > cfg.selfplay.max_restarts:
+            return None
+        print(f"self-play worker {w}: restarting it for its {left} unsaved games "
+              f"(restart {attempts[w]} of at most {cfg.selfplay.max_restarts})", file=sys.stderr, flush=True)
+        collector.per[w].error = ""
+        collector.summary.restarts += 1
+        return start(w, left)
+
+    exitcodes: dict[int, int | None] = {}
     try:
-        for w, n in enumerate(_split(games, n_workers)):
-            wseed = None if seed is None else seed + 1000 * w
-            address = servers[w % len(servers)].address if servers else None
-            reader, writer = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=play_worker,
-                            args=(str(rd.root), config_to_dict(cfg), w, n, PipeReporter(writer), wseed, address),
-                            name=f"selfplay-w{w}")
-            p.start()
-            writer.close()  # the worker holds the only write end, so its death reads as end-of-file
-            procs.append(p)
-            readers.append(reader)
-        gather(procs, readers, collector.handle)
+        for w, n in enumerate(assigned):
+            running[w] = start(w, n)
+        exitcodes = gather(running, collector.handle, restart)
     except KeyboardInterrupt:
         for p in procs:
             p.terminate()
@@ -405,11 +461,11 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
             if p.is_alive():  # an error in the parent must not leave workers playing on
                 p.kill()
                 p.join()
-        for reader in readers:
+        for _, reader in running.values():
             reader.close()
         collect_server_stats(servers, collector.summary)
         for srv in servers:
             srv.stop()
-    for p, s in zip(procs, collector.per, strict=True):
-        s.exitcode = p.exitcode
-    return collector.finish([f"pid {p.pid}" for p in procs])
+    for w, s in enumerate(collector.per):
+        s.exitcode = exitcodes.get(w)
+    return collector.finish([f"pid{'s' if len(p) > 1 else ''} {', '.join(map(str, p))}" for p in pids])

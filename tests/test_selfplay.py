@@ -204,20 +204,39 @@ def test_cli_selfplay_creates_run(tmp_path):
 
 @pytest.mark.slow
 def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
-    cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30")
+    cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30",
+                      "selfplay.max_restarts=0")
     rd = RunDir.create(tmp_path / "run", cfg)
     killer = ShardKiller(rd, worker=0)
     killer.start()
     summary = run_selfplay(rd, cfg, games=120, workers=2, progress=False, seed=0)
     killer.join()
     assert killer.killed, "no shard appeared to trigger the kill"
-    assert summary.failed_workers == [0]
+    assert summary.failed_workers == [0] and summary.restarts == 0
     assert "worker 0" in capfd.readouterr().err
     written = list(rd.data_dir.glob("gen-*/*.hcpe3"))
     assert written and sorted(written) == sorted(rd.shards())
     for p in written:
         assert len(read_hcpe3(p)) == read_sidecar(p)["games"] == 1
     assert summary.games >= len(written)
+
+
+def test_killed_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
+    cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30")
+    rd = RunDir.create(tmp_path / "run", cfg)
+    killer = ShardKiller(rd, worker=0)
+    killer.start()
+    summary = run_selfplay(rd, cfg, games=12, workers=2, progress=False, seed=0)
+    killer.join()
+    assert killer.killed, "no shard appeared to trigger the kill"
+    assert summary.restarts == 1 and not summary.failed_workers
+    assert "restarting it" in capfd.readouterr().err
+    shards = rd.shards()
+    # every game asked for is on disk exactly once, whatever the dead worker had played unsaved
+    assert sum(read_sidecar(p)["games"] for p in shards) == 12
+    assert sum(len(read_hcpe3(p)) for p in shards) == 12
+    w0_pids = {p.name.split("-")[2] for p in shards if p.name.startswith("selfplay-w0-")}
+    assert len(w0_pids) == 2 and str(killer.killed[0]) in w0_pids  # the first process and its replacement
 
 
 @pytest.mark.timeout(60)
@@ -228,18 +247,15 @@ def test_worker_dying_mid_message_neither_blocks_nor_loses_the_others_reports(ca
     queue's write lock and the survivors blocked on their next report.
     """
     ctx = mp.get_context("spawn")
-    procs, readers = [], []
-    for target, args in ((report_then_die_mid_message, (3,)), (report_and_exit, (1, 5))):
+    running = {}
+    for w, (target, args) in enumerate(((report_then_die_mid_message, (3,)), (report_and_exit, (1, 5)))):
         reader, writer = ctx.Pipe(duplex=False)
         p = ctx.Process(target=target, args=(writer, *args))
         p.start()
         writer.close()
-        procs.append(p)
-        readers.append(reader)
+        running[w] = (p, reader)
     got: list[tuple] = []
-    gather(procs, readers, got.append, poll_s=0.05)
-    for p in procs:
-        p.join()
-    assert [p.exitcode for p in procs] == [9, 0]
+    exitcodes = gather(running, got.append, poll_s=0.05)
+    assert exitcodes == {0: 9, 1: 0} and not running
     assert sorted((w, d["i"]) for _, w, d in got) == [(0, i) for i in range(3)] + [(1, i) for i in range(5)]
     assert "self-play worker 0" in capfd.readouterr().err

@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--ray", metavar="ADDRESS",
                    help="place workers on a Ray cluster: local, auto, or an address (selfplay.ray); "
                         "needs pip install 'dlzero[cluster]'")
-    p.add_argument("--max-restarts", type=int, help="restarts of a dead Ray worker (selfplay.max_restarts)")
+    p.add_argument("--max-restarts", type=int, help="restarts of a dead worker (selfplay.max_restarts)")
     p.add_argument("--server", action="store_true", default=None,
                    help="workers evaluate through one inference server per GPU (server.enabled)")
     p.add_argument("--seed", type=int, default=None, help="random seed (weights of a new run, game choices)")
