@@ -27,7 +27,7 @@ from dlzero.config import Config, config_to_dict
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerAddress, start_server
 from dlzero.rundir import RunDir
-from selfplay.worker import Collector, SelfplaySummary, _split, ensure_best_model, play_worker, saved_games
+from selfplay.worker import Collector, SelfplaySummary, _split, ensure_best_model, play_worker
 
 
 def import_ray() -> Any:
@@ -144,16 +144,12 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
                     ray.get(ref)
                 except Exception as exc:
                     drain()
-                    per = collector.per[w]
-                    left = assigned[w] - saved_games(rd, session, w)
                     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    if left > 0 and attempts[w] <= cfg.selfplay.max_restarts:
-                        print(f"self-play worker {w} died ({reason}); restarting it for its {left} unsaved games",
-                              flush=True)
-                        collector.summary.restarts += 1
+                    left = collector.replay_share(w, session, assigned[w], attempts[w], reason)
+                    if left:
                         submit(w, left)
                     else:
-                        per.error = per.error or reason
+                        collector.per[w].error = collector.per[w].error or reason
         drain()
     finally:
         for actor, _, _ in servers:

@@ -222,14 +222,33 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
+def saved_games(rd: RunDir, session: str, worker: int) -> int:
+    """Games on disk from `worker` in this session, read from the shards' sidecars.
+
+    The disk, not the worker's messages, is the truth: a worker killed between writing a shard and
+    reporting it would otherwise have that shard's games played twice when it is restarted.
+    """
+    total = 0
+    for shard in rd.data_dir.glob(f"gen-*/selfplay-w{worker}-*{SHARD_SUFFIX}"):
+        try:
+            side = read_sidecar(shard)
+        except (OSError, DlzeroError):
+            continue
+        if side.get("meta", {}).get("session") == session:
+            total += int(side.get("games", 0))
+    return total
+
+
 class Collector:
-    """The parent's side of the worker queue: tallies games and shards, owns resignation, draws the bar.
+    """The parent's side of the workers' reports: tallies games and shards, owns resignation and
+    restarts, draws the bar.
 
     Shared by local worker processes and Ray tasks, which report the same messages.
     """
 
     def __init__(self, rd: RunDir, cfg: Config, games: int, n_workers: int, progress: bool) -> None:
         self.rd = rd
+        self.max_restarts = cfg.selfplay.max_restarts
         self.summary = SelfplaySummary()
         self.per = [WorkerSummary() for _ in range(n_workers)]
         self.resign = load_resign(rd, cfg)
@@ -274,6 +293,20 @@ class Collector:
         elif kind == "error":
             per.error = data.strip().splitlines()[-1] if data.strip() else "error"
             print(f"self-play worker {w} failed:\n{data}", file=sys.stderr)
+
+    def replay_share(self, w: int, session: str, assigned: int, attempts: int, reason: str) -> int:
+        """How many games dead worker `w` must be started again for (0: leave it dead).
+
+        `assigned`: its share of the session's games; `attempts`: how many times it has been started.
+        """
+        left = assigned - saved_games(self.rd, session, w)
+        if left <= 0 or attempts > self.max_restarts:
+            return 0
+        print(f"self-play worker {w} died ({reason}); restarting it for its {left} unsaved games "
+              f"(restart {attempts} of at most {self.max_restarts})", file=sys.stderr, flush=True)
+        self.per[w].error = ""
+        self.summary.restarts += 1
+        return left
 
     def finish(self, describe: list[str]) -> SelfplaySummary:
         """Close the bar, fill in the totals; `describe[w]` names worker w (pid or Ray node)."""
@@ -343,13 +376,13 @@ Running = dict[int, tuple[BaseProcess, Connection]]
 
 
 def gather(running: Running, handle: Callable[[tuple], None],
-           on_death: Callable[[int, int | None], tuple[BaseProcess, Connection] | None] | None = None,
+           on_death: Callable[[int, str], tuple[BaseProcess, Connection] | None] | None = None,
            poll_s: float = 0.25) -> dict[int, int | None]:
     """Pass workers' messages to `handle` until every worker has exited and its pipe is drained.
 
     `running` maps worker number to (process, read end of its pipe) and is emptied. Whatever a
     worker sent before dying is handled; a message it was cut off in the middle of is dropped. A
-    worker that exits with a non-zero code is reported on stderr, and `on_death(w, exitcode)` may
+    worker that exits with a non-zero code is reported on stderr, and `on_death(w, reason)` may
     return a replacement (process, pipe) that carries on as worker w. Returns the last exit codes.
     """
     exitcodes: dict[int, int | None] = {}
@@ -360,9 +393,9 @@ def gather(running: Running, handle: Callable[[tuple], None],
         proc.join()  # its pipe is closed, so it is exiting
         exitcodes[w] = proc.exitcode
         if proc.exitcode != 0:
-            print(f"self-play worker {w} (pid {proc.pid}) died with exit code {proc.exitcode}; "
-                  "its games in progress are lost", file=sys.stderr, flush=True)
-            replacement = on_death(w, proc.exitcode) if on_death is not None else None
+            reason = f"pid {proc.pid}, exit code {proc.exitcode}"
+            print(f"self-play worker {w} died ({reason}); its games in progress are lost", file=sys.stderr, flush=True)
+            replacement = on_death(w, reason) if on_death is not None else None
             if replacement is not None:
                 running[w] = replacement
 
@@ -379,23 +412,6 @@ def gather(running: Running, handle: Callable[[tuple], None],
             if not proc.is_alive() and not conn.poll(0):  # exited with nothing left to read
                 finish(w)
     return exitcodes
-
-
-def saved_games(rd: RunDir, session: str, worker: int) -> int:
-    """Games on disk from `worker` in this session, read from the shards' sidecars.
-
-    The disk, not the worker's messages, is the truth: a worker killed between writing a shard and
-    reporting it would otherwise have that shard's games played twice when it is restarted.
-    """
-    total = 0
-    for shard in rd.data_dir.glob(f"gen-*/selfplay-w{worker}-*{SHARD_SUFFIX}"):
-        try:
-            side = read_sidecar(shard)
-        except (OSError, DlzeroError):
-            continue
-        if side.get("meta", {}).get("session") == session:
-            total += int(side.get("games", 0))
-    return total
 
 
 def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
@@ -417,34 +433,24 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
     ctx = mp.get_context("spawn")
     session = secrets.token_hex(6)
     assigned = _split(games, n_workers)
-    attempts = [0] * n_workers
-    procs: list[BaseProcess] = []  # every process started, replacements included
-    pids: list[list[int | None]] = [[] for _ in range(n_workers)]
+    procs: list[list[BaseProcess]] = [[] for _ in range(n_workers)]  # each worker's processes, restarts included
     running: Running = {}
     collector = Collector(rd, cfg, games, n_workers, progress)
 
     def start(w: int, n: int) -> tuple[BaseProcess, Connection]:
-        wseed = None if seed is None else seed + 1000 * w + attempts[w]
+        wseed = None if seed is None else seed + 1000 * w + len(procs[w])
         address = servers[w % len(servers)].address if servers else None
         reader, writer = ctx.Pipe(duplex=False)
         p = ctx.Process(target=play_worker, name=f"selfplay-w{w}",
                         args=(str(rd.root), config_to_dict(cfg), w, n, PipeReporter(writer), wseed, address, session))
         p.start()
         writer.close()  # the worker holds the only write end, so its death reads as end-of-file
-        attempts[w] += 1
-        procs.append(p)
-        pids[w].append(p.pid)
+        procs[w].append(p)
         return p, reader
 
-    def restart(w: int, exitcode: int | None) -> tuple[BaseProcess, Connection] | None:
-        left = assigned[w] - saved_games(rd, session, w)
-        if left <= 0 or attempts[w] > cfg.selfplay.max_restarts:
-            return None
-        print(f"self-play worker {w}: restarting it for its {left} unsaved games "
-              f"(restart {attempts[w]} of at most {cfg.selfplay.max_restarts})", file=sys.stderr, flush=True)
-        collector.per[w].error = ""
-        collector.summary.restarts += 1
-        return start(w, left)
+    def restart(w: int, reason: str) -> tuple[BaseProcess, Connection] | None:
+        left = collector.replay_share(w, session, assigned[w], len(procs[w]), reason)
+        return start(w, left) if left else None
 
     exitcodes: dict[int, int | None] = {}
     try:
@@ -452,11 +458,11 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
             running[w] = start(w, n)
         exitcodes = gather(running, collector.handle, restart)
     except KeyboardInterrupt:
-        for p in procs:
-            p.terminate()
+        for p in running.values():
+            p[0].terminate()
         raise
     finally:
-        for p in procs:
+        for p in (p for ps in procs for p in ps):
             p.join(timeout=5)
             if p.is_alive():  # an error in the parent must not leave workers playing on
                 p.kill()
@@ -468,4 +474,4 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
             srv.stop()
     for w, s in enumerate(collector.per):
         s.exitcode = exitcodes.get(w)
-    return collector.finish([f"pid{'s' if len(p) > 1 else ''} {', '.join(map(str, p))}" for p in pids])
+    return collector.finish([f"pid{'s' if len(ps) > 1 else ''} {', '.join(str(p.pid) for p in ps)}" for ps in procs])

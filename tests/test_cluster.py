@@ -48,7 +48,7 @@ def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
     assert killer.killed, "no shard appeared to trigger the kill"
     assert summary.restarts == 1
     assert not summary.failed_workers
-    assert "restarting it" in capfd.readouterr().out
+    assert "restarting it" in capfd.readouterr().err
     shards = rd.shards()
     # every game the run asked for is on disk exactly once, whatever the dead worker had played
     assert sum(read_sidecar(p)["games"] for p in shards) == 10
