@@ -9,6 +9,7 @@ import struct
 import threading
 import time
 from multiprocessing.connection import Connection
+from typing import Any
 
 from dlzero.rundir import RunDir
 
@@ -55,3 +56,18 @@ def report_and_exit(conn: Connection, worker: int, n: int) -> None:
     reporter = PipeReporter(conn)
     for i in range(n):
         reporter.put(("game", worker, {"i": i}))
+
+
+def assert_restarted_once(rd: RunDir, summary: Any, killer: ShardKiller, games: int, stderr: str) -> None:
+    """Worker 0 was killed once and restarted: every game asked for is on disk exactly once."""
+    from dlzero.data.hcpe3 import read_hcpe3, read_sidecar
+
+    assert killer.killed, "no shard appeared to trigger the kill"
+    assert summary.restarts == 1 and not summary.failed_workers
+    assert "restarting it" in stderr
+    shards = rd.shards()
+    # whatever the dead worker had played but not written, its replacement played again
+    assert sum(read_sidecar(p)["games"] for p in shards) == games
+    assert sum(len(read_hcpe3(p)) for p in shards) == games
+    w0_pids = {p.name.split("-")[2] for p in shards if p.name.startswith("selfplay-w0-")}
+    assert len(w0_pids) == 2 and str(killer.killed[0]) in w0_pids  # the first process and its replacement

@@ -11,7 +11,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
-from killers import ShardKiller, report_and_exit, report_then_die_mid_message
+from killers import ShardKiller, assert_restarted_once, report_and_exit, report_then_die_mid_message
 
 from dlzero.config import Config, load_config
 from dlzero.data.hcpe3 import (
@@ -202,15 +202,21 @@ def test_cli_selfplay_creates_run(tmp_path):
     assert "4 games" in proc.stderr
 
 
-@pytest.mark.slow
-def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
+def _kill_worker_0(tmp_path: Path, games: int, *overrides: str):
+    """Self-play with two workers, worker 0 SIGKILLed once its first shard is on disk."""
     cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30",
-                      "selfplay.max_restarts=0")
+                      *overrides)
     rd = RunDir.create(tmp_path / "run", cfg)
     killer = ShardKiller(rd, worker=0)
     killer.start()
-    summary = run_selfplay(rd, cfg, games=120, workers=2, progress=False, seed=0)
+    summary = run_selfplay(rd, cfg, games=games, workers=2, progress=False, seed=0)
     killer.join()
+    return rd, summary, killer
+
+
+@pytest.mark.slow
+def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
+    rd, summary, killer = _kill_worker_0(tmp_path, 120, "selfplay.max_restarts=0")
     assert killer.killed, "no shard appeared to trigger the kill"
     assert summary.failed_workers == [0] and summary.restarts == 0
     assert "worker 0" in capfd.readouterr().err
@@ -222,21 +228,8 @@ def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
 
 
 def test_killed_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
-    cfg = tiny_config("selfplay.games_in_parallel=2", "selfplay.games_per_shard=1", "selfplay.max_moves=30")
-    rd = RunDir.create(tmp_path / "run", cfg)
-    killer = ShardKiller(rd, worker=0)
-    killer.start()
-    summary = run_selfplay(rd, cfg, games=12, workers=2, progress=False, seed=0)
-    killer.join()
-    assert killer.killed, "no shard appeared to trigger the kill"
-    assert summary.restarts == 1 and not summary.failed_workers
-    assert "restarting it" in capfd.readouterr().err
-    shards = rd.shards()
-    # every game asked for is on disk exactly once, whatever the dead worker had played unsaved
-    assert sum(read_sidecar(p)["games"] for p in shards) == 12
-    assert sum(len(read_hcpe3(p)) for p in shards) == 12
-    w0_pids = {p.name.split("-")[2] for p in shards if p.name.startswith("selfplay-w0-")}
-    assert len(w0_pids) == 2 and str(killer.killed[0]) in w0_pids  # the first process and its replacement
+    rd, summary, killer = _kill_worker_0(tmp_path, 12)
+    assert_restarted_once(rd, summary, killer, 12, capfd.readouterr().err)
 
 
 @pytest.mark.timeout(60)
