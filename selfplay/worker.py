@@ -19,14 +19,17 @@ next report. A message half-written to a private pipe just reads as end-of-file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing as mp
 import secrets
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -163,12 +166,53 @@ class Worker:
                         {"seconds": stats.seconds, "eval_seconds": stats.eval_seconds}))
 
 
+class WorkerStopped(BaseException):
+    """A worker told to stop (SIGINT, SIGTERM) or left without a parent: it saves its finished
+    games and exits with `exitcode`. A BaseException, like KeyboardInterrupt, so that no
+    `except Exception` on the way swallows it."""
+
+    def __init__(self, why: str, exitcode: int) -> None:
+        super().__init__(why)
+        self.exitcode = exitcode
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise WorkerStopped once (later ones are ignored, so the save can finish).
+
+    Without this, Ctrl-C or the parent's terminate() killed a worker before it wrote its finished
+    games. Signal handlers can only be set from the main thread; elsewhere (a threaded Ray
+    worker) signals keep their defaults. The previous handlers come back afterwards, since a Ray
+    worker process runs many tasks.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        if not stopping:  # not SIG_IGN: a signal caught mid-switch would then raise OSError in the save
+            stopping = True
+            raise WorkerStopped(f"stopped by {signal.Signals(signum).name}", 128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        if not stopping:  # a stopped process is exiting; leave the handler that ignores late signals
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
 def play_worker(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: Any, seed: int | None,
                 server: ServerAddress | None = None, session: str = "") -> None:
     """Run one worker in this process with one compute thread unless the config says otherwise.
 
     The entry point of spawned worker processes and of Ray tasks; errors are reported on `queue`
-    as well as raised, so the parent can show the traceback.
+    as well as raised, so the parent can show the traceback. A stopped worker (see WorkerStopped)
+    exits with its code and no traceback, once its finished games are on disk.
     """
     cfg = config_from_dict(cfg_data)
     threads = cfg.inference.threads or 1
@@ -176,11 +220,15 @@ def play_worker(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: 
     import torch
 
     torch.set_num_threads(threads)
-    try:
-        Worker(RunDir.open(root), cfg, worker_id, queue, seed, server=server, session=session).run(n_games)
-    except BaseException:
-        queue.put(("error", worker_id, traceback.format_exc()))
-        raise
+    with _stop_on_signals():
+        try:
+            Worker(RunDir.open(root), cfg, worker_id, queue, seed, server=server, session=session).run(n_games)
+        except WorkerStopped as stop:
+            print(f"self-play worker {worker_id} {stop}: its finished games are saved", file=sys.stderr, flush=True)
+            raise SystemExit(stop.exitcode) from None
+        except BaseException:
+            queue.put(("error", worker_id, traceback.format_exc()))
+            raise
 
 
 @dataclass
@@ -363,13 +411,25 @@ def server_lines(summary: SelfplaySummary) -> list[str]:
 
 
 class PipeReporter:
-    """A worker's report channel to its parent: `put` sends one message down the worker's own pipe."""
+    """A worker's report channel to its parent: `put` sends one message down the worker's own pipe.
+
+    When the parent is gone (its end is closed), the first `put` raises WorkerStopped, so an
+    orphaned worker saves its finished games and exits instead of playing on for nobody; later
+    puts (the reports of that last save) are dropped.
+    """
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.parent_gone = False
 
     def put(self, msg: tuple) -> None:
-        self.conn.send(msg)
+        if self.parent_gone:
+            return
+        try:
+            self.conn.send(msg)
+        except (BrokenPipeError, ConnectionResetError):
+            self.parent_gone = True
+            raise WorkerStopped("lost its parent process", 1) from None
 
 
 Running = dict[int, tuple[BaseProcess, Connection]]
@@ -458,12 +518,17 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
             running[w] = start(w, n)
         exitcodes = gather(running, collector.handle, restart)
     except KeyboardInterrupt:
-        for p in running.values():
-            p[0].terminate()
+        if collector.bar is not None:
+            collector.bar.close()
+        print(f"interrupted: the {len(running)} running workers save their finished games and stop",
+              file=sys.stderr, flush=True)
         raise
     finally:
+        for p, _ in running.values():  # only after an error or Ctrl-C: workers still playing
+            p.terminate()  # SIGTERM: a worker writes its finished games, then exits
+        deadline = time.monotonic() + 30.0
         for p in (p for ps in procs for p in ps):
-            p.join(timeout=5)
+            p.join(timeout=max(0.1, deadline - time.monotonic()))
             if p.is_alive():  # an error in the parent must not leave workers playing on
                 p.kill()
                 p.join()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import cshogi
@@ -200,6 +205,44 @@ def test_cli_selfplay_creates_run(tmp_path):
     assert shards and sum(len(read_hcpe3(p)) for p in shards) == 4
     assert {read_sidecar(p)["meta"]["worker"] for p in shards} == {0, 1}
     assert "4 games" in proc.stderr
+
+
+_CLI_WITH_SIGINT = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                    "from dlzero.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_selfplay_and_saves_every_finished_game(tmp_path):
+    """Ctrl-C, a SIGINT to the whole process group as a terminal sends it, ends self-play in seconds,
+    and every game the progress bar had counted is in a shard, though no shard was due yet."""
+    run = tmp_path / "run"
+    sets = [a for s in (*TINY, "selfplay.games_per_shard=1000") for a in ("--set", s)]
+    # SIGINT's handler is set explicitly: a CI job run in the background starts with SIGINT ignored
+    proc = subprocess.Popen([sys.executable, "-c", _CLI_WITH_SIGINT, "selfplay", "--run", str(run),
+                             "--games", "400", "--workers", "2", *sets],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    err = bytearray()
+
+    def read_stderr() -> None:
+        while chunk := proc.stderr.read1(4096):
+            err.extend(chunk)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    seen, deadline = 0, time.monotonic() + 120
+    while seen < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+        counts = re.findall(rb"(\d+)/400 \[", bytes(err))
+        seen = int(counts[-1]) if counts else 0
+    assert seen >= 2, bytes(err).decode(errors="replace")[-2000:]
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    reader.join(timeout=10)
+    text = bytes(err).decode(errors="replace")
+    assert "interrupted" in text and "Traceback" not in text, text[-3000:]
+    shards = RunDir.open(run).shards()
+    assert sum(len(read_hcpe3(p)) for p in shards) == sum(read_sidecar(p)["games"] for p in shards) >= seen
+    assert text.count("its finished games are saved") == 2
 
 
 def _kill_worker_0(tmp_path: Path, games: int, *overrides: str):
