@@ -212,11 +212,14 @@ _CLI_WITH_SIGINT = ("import signal, sys; signal.signal(signal.SIGINT, signal.def
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_selfplay_and_saves_every_finished_game(tmp_path):
+@pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
+def test_ctrl_c_stops_selfplay_and_saves_every_finished_game(tmp_path, server):
     """Ctrl-C, a SIGINT to the whole process group as a terminal sends it, ends self-play in seconds,
-    and every game the progress bar had counted is in a shard, though no shard was due yet."""
+    and every game the progress bar had counted is in a shard, though no shard was due yet. With
+    the inference server, the server keeps serving until its parent stops it."""
     run = tmp_path / "run"
-    sets = [a for s in (*TINY, "selfplay.games_per_shard=1000") for a in ("--set", s)]
+    sets = [a for s in (*TINY, "selfplay.games_per_shard=1000", f"server.enabled={str(server).lower()}")
+            for a in ("--set", s)]
     # SIGINT's handler is set explicitly: a CI job run in the background starts with SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-c", _CLI_WITH_SIGINT, "selfplay", "--run", str(run),
                              "--games", "400", "--workers", "2", *sets],
@@ -243,6 +246,8 @@ def test_ctrl_c_stops_selfplay_and_saves_every_finished_game(tmp_path):
     shards = RunDir.open(run).shards()
     assert sum(len(read_hcpe3(p)) for p in shards) == sum(read_sidecar(p)["games"] for p in shards) >= seen
     assert text.count("its finished games are saved") == 2
+    if server:
+        assert "[inference server" in text and "stopped:" in text
 
 
 def _kill_worker_0(tmp_path: Path, games: int, *overrides: str):

@@ -28,6 +28,7 @@ import dataclasses
 import multiprocessing as mp
 import os
 import secrets
+import signal
 import socket
 import sys
 import tempfile
@@ -411,9 +412,15 @@ def default_devices() -> list[str]:
 
 def _serve_entry(source: ModelSource, inference: dict, server: dict, address: ServerAddress,
                  control: Connection, verbose: bool) -> None:
-    """Server process entry point (spawned)."""
+    """Server process entry point (spawned).
+
+    SIGINT is ignored: a Ctrl-C reaches the whole process group, and the server must keep answering
+    while the workers save their games; its parent stops it afterwards (or its death does).
+    """
     from dlzero.config import InferenceConfig as Inf
     from dlzero.config import ServerConfig as Srv
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     try:
         srv = InferenceServer(source, Inf(**inference), Srv(**server), address, verbose)
