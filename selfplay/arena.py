@@ -32,6 +32,7 @@ import numpy as np
 from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import ConfigError
+from dlzero.gating.sides import MoveChooser
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
@@ -39,7 +40,7 @@ from dlzero.search.rules import REPETITION_PLIES
 from selfplay.sprt import elo_interval, sprt_decision
 
 RANDOM = "random"
-Side = Evaluator | str
+Side = Evaluator | MoveChooser | str
 
 # Short, common openings (2-4 plies) for when no openings file is configured.
 BUILTIN_OPENINGS: tuple[str, ...] = (
@@ -207,8 +208,9 @@ class _Player:
     def __init__(self, side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generator,
                  resign_threshold: float) -> None:
         if isinstance(side, str) and side != RANDOM:
-            raise ValueError(f"a side is an Evaluator or '{RANDOM}', not {side!r}")
-        self.search = None if isinstance(side, str) else Search(side, cfg, rng)
+            raise ValueError(f"a side is an Evaluator, a MoveChooser or '{RANDOM}', not {side!r}")
+        self.chooser = side if isinstance(side, MoveChooser) else None
+        self.search = None if isinstance(side, str) or self.chooser else Search(side, cfg, rng)
         self.cfg = cfg
         self.playouts = playouts
         self.rng = rng
@@ -216,6 +218,8 @@ class _Player:
 
     def choose(self, games: Sequence[_Game], slot: int) -> list[int | None]:
         """A move for each game (all with this side to move); None means resign."""
+        if self.chooser is not None:
+            return self.chooser.choose([g.board for g in games])
         if self.search is None:
             return [int(self.rng.choice(list(g.board.legal_moves))) for g in games]
         moves: list[int | None] = [None] * len(games)
