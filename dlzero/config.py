@@ -198,6 +198,15 @@ class UsiConfig:
 
 
 @dataclass
+class ReviewConfig:
+    """`dlzero review`: every position of a game record searched, the record written back annotated."""
+
+    playouts: int = _field(400, _positive, "playouts per position")
+    blunder_threshold: float = _field(0.2, _unit, "a move losing more win rate than this (mover's view) is a blunder")
+    positions_per_batch: int = _field(32, _positive, "positions searched together (they share network batches)")
+
+
+@dataclass
 class Config:
     """The whole configuration of a run."""
 
@@ -209,6 +218,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
 
 
 def _type_of(cls: type, name: str) -> Any:
