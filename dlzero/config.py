@@ -195,6 +195,7 @@ class UsiConfig:
     pv_interval_ms: int = _field(500, _non_negative)
     multipv: int = _field(1, _positive)
     playouts: int = _field(0, _non_negative, "fixed playouts per move (0: by time)")
+    show_wdl: bool = _field(False, None, "info lines carry 'wdl W D L' (permille; D is 0: the value head has no draw)")
 
 
 @dataclass

@@ -52,6 +52,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("ResignThreshold", "spin", "usi.resign_threshold", 0, 1000, to_config=_permille,
               from_config=_to_permille),
     UsiOption("MultiPV", "spin", "usi.multipv", 1, 100),
+    UsiOption("USI_ShowWDL", "check", "usi.show_wdl"),
     UsiOption("DrawPly", "spin", "search.max_moves", 0, NO_DRAW_PLY,
               to_config=lambda v: v or NO_DRAW_PLY, from_config=lambda v: 0 if v >= NO_DRAW_PLY else v),
     UsiOption("DrawValueBlack", "spin", "search.draw_value_black", 0, 1000, to_config=_permille,
