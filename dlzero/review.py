@@ -131,7 +131,7 @@ def plot_review(review: GameReview, path: str | os.PathLike[str], title: str = "
             ax.annotate(str(x), (x, black[x]), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
     ax.set(xlim=(0, max(plies[-1], 1)), ylim=(0, 100), xlabel="ply", ylabel="Black win rate (%)")
     ax.set_title(title.encode("ascii", "replace").decode("ascii"))  # the default font has no kana
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
