@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import math
 import subprocess
 import threading
@@ -63,6 +64,7 @@ from dlzero.search import (
 )
 
 LCB_Z = 1.96
+log = logging.getLogger(__name__)
 PV_MAX = 32
 
 
@@ -389,9 +391,27 @@ class AnalysisServer:
                     self._cond.wait(self.LINGER_S)
                 batch = [heapq.heappop(self._heap)[2] for _ in range(min(self.max_batch, len(self._heap)))]
                 self._running = batch
-            self.engine.search(batch, lambda _task, answer: self.emit(answer))
+            self._search_batch(batch)
             with self._cond:
                 self._running = []
+
+    def _search_batch(self, batch: list[Task]) -> None:
+        """Search one batch; if it fails, every turn without a final answer gets an error answer."""
+        answered: set[int] = set()
+
+        def emit(task: Task, answer: dict) -> None:
+            if not answer["isDuringSearch"]:
+                answered.add(id(task))
+            self.emit(answer)
+
+        try:
+            self.engine.search(batch, emit)
+        except Exception as exc:  # one failed batch (a broken model file, a device error) must not end the others
+            log.exception("analysis batch failed")
+            for task in batch:
+                if id(task) not in answered:
+                    self.emit({"id": task.id, "turnNumber": task.turn, "isDuringSearch": False,
+                               "error": f"search failed: {type(exc).__name__}: {exc}"})
 
 
 def serve(engine: AnalysisEngine, stream: TextIO, out: TextIO, max_batch: int = 64) -> None:

@@ -90,6 +90,25 @@ def test_analyze_turns_share_batches_and_avoid_moves_hold_below_the_root():
                 assert info["pv"][white_ply] not in {"8c8d", "3c3d", "4a3b"}
 
 
+def test_a_failed_batch_answers_its_turns_and_the_engine_goes_on():
+    class FailsOnce(NullEvaluator):
+        failed = False
+
+        def _run(self, planes):
+            if not FailsOnce.failed:
+                FailsOnce.failed = True
+                raise RuntimeError("device lost")
+            return super()._run(planes)
+
+    engine = AnalysisEngine(FailsOnce(), Config(), playouts=8)
+    out = io.StringIO()
+    serve(engine, io.StringIO(_queries({"id": "x", "position": "startpos", "analyzeTurns": [0]},
+                                       {"id": "y", "position": "startpos"})), out, max_batch=1)
+    answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+    assert "device lost" in answers["x"]["error"] and answers["x"]["turnNumber"] == 0
+    assert answers["y"]["playouts"] == 8
+
+
 # ---------------------------------------------------------------- the real command
 
 
