@@ -50,13 +50,9 @@ from dlzero.data.hcpe3 import (
     MoveRecord,
 )
 from dlzero.errors import ConfigError, PositionError
-from dlzero.game_end import (
-    END_DECLARATION,
-    END_MAX_MOVES,
-    END_REPETITION,
-    GameRules,
-    game_end,
-)
+from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_REPETITION, GameRules, game_end
+from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a FinishedGame may carry
+from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search.mcts import Search, Tree
