@@ -240,14 +240,15 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                on_game: Callable[[GameRecord, MatchResult], None] | None = None) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (Evaluators or "random"), `parallel` at a time.
 
-    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap; `playouts`
+    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap and
+    `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches); `playouts`
     defaults to `cfg.gate.playouts`, `openings` to `cfg.gate.openings` (or the built-in set). With
     `sprt`, the test (`cfg.gate` elo0/elo1/alpha/beta) runs after every finished game and the match
     stops once it decides; games still running then are dropped. Games are written as CSA files to
     `record_dir` (if given) and reported to `on_game` as they finish.
     """
     gate = cfg.gate
-    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves)
+    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves, leaves_per_tree=gate.leaves_per_tree)
     rng = np.random.default_rng(seed)
     lines = list(openings) if openings is not None else load_openings(gate.openings)
     rng.shuffle(lines)
