@@ -63,7 +63,7 @@ function lineChart(container, series, opts) {
   let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
   let [y0, y1] = opts.yRange || [Math.min(...ys), Math.max(...ys)];
   if (x0 === x1) { x0 -= 1; x1 += 1; }
-  if (y0 === y1) { y0 -= 1; y1 += 1; }
+  if (y0 === y1) { const d = Math.abs(y0) * 0.1 || 1; y0 -= d; y1 += d; }
   const pad = opts.yRange ? 0 : (y1 - y0) * 0.06;
   y0 -= pad; y1 += pad;
   const X = (x) => m.l + ((x - x0) / (x1 - x0)) * (W - m.l - m.r);
@@ -94,7 +94,8 @@ function lineChart(container, series, opts) {
     }
     for (const p of good) {
       if (p.low !== null && p.low !== undefined && p.high !== null && p.high !== undefined) {
-        svg("line", { x1: X(p.x), x2: X(p.x), y1: Y(p.low), y2: Y(p.high), class: "errbar" }, root);
+        svg("path", { d: `M${X(p.x) - 3},${Y(p.low)} h6 M${X(p.x)},${Y(p.low)} V${Y(p.high)} M${X(p.x) - 3},` +
+                         `${Y(p.high)} h6`, class: "errbar" }, root);
       }
     }
     if (s.dots !== false) {
@@ -255,7 +256,15 @@ class Viewer {
     $(`${this.prefix}-ply`).textContent = `ply ${ply} / ${g.moves.length}`;
     const items = $(`${this.prefix}-moves`).children;
     for (let i = 0; i < items.length; i++) items[i].classList.toggle("current", i === ply - 1);
-    if (ply > 0 && items[ply - 1]) items[ply - 1].scrollIntoView({ block: "nearest" });
+    const list = $(`${this.prefix}-moves`);
+    if (ply > 0 && items[ply - 1]) {  // scroll the list only, never the page
+      const li = items[ply - 1];
+      if (li.offsetTop < list.scrollTop || li.offsetTop + li.offsetHeight > list.scrollTop + list.clientHeight) {
+        list.scrollTop = li.offsetTop - list.clientHeight / 2;
+      }
+    } else {
+      list.scrollTop = 0;
+    }
     this.drawEval();
   }
 
@@ -296,7 +305,6 @@ function showWarnings(list, offline) {
   }
 }
 
-function hours(s) { return s === null || s === undefined ? null : s / 3600; }
 
 function drawStrength(st) {
   $("strength-label").textContent = st.label;
@@ -304,13 +312,16 @@ function drawStrength(st) {
     (p.low !== null && p.high !== null ? ` [${fmt(p.low, 0)}, ${fmt(p.high, 0)}]` : "") + `, ${p.status}`;
   const byGen = st.points.map((p) => ({ x: p.generation, y: p.elo, low: p.low, high: p.high, cls: p.status,
                                         title: title(p) }));
-  const byTime = st.points.map((p) => ({ x: hours(p.wall_seconds), y: p.elo, low: p.low, high: p.high,
-                                         cls: p.status, title: title(p) }));
+  const longest = Math.max(0, ...st.points.map((p) => p.wall_seconds || 0));
+  const [unit, per] = longest >= 2 * 3600 ? ["hours", 3600] : ["minutes", 60];
+  const byTime = st.points.map((p) => ({ x: p.wall_seconds === null ? null : p.wall_seconds / per, y: p.elo,
+                                         low: p.low, high: p.high, cls: p.status, title: title(p) }));
+  $("elo-time-unit").textContent = unit;
   const hlines = st.anchors.map((a) => ({ y: a.elo, label: a.player }));
   lineChart($("elo-gen"), [{ name: "Elo", color: "#1565c0", points: byGen, pointClass: "elo-point" }],
     { xLabel: "generation", hlines, integerX: true, empty: "no rated generation yet" });
   lineChart($("elo-time"), [{ name: "Elo", color: "#1565c0", points: byTime, pointClass: "elo-point" }],
-    { xLabel: "hours", hlines, empty: "no rated generation yet" });
+    { xLabel: unit, hlines, empty: "no rated generation yet" });
 }
 
 function drawTraining(rows) {
