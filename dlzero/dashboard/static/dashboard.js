@@ -399,7 +399,7 @@ function drawHeader(state) {
 const latest = new Viewer("latest");
 const gating = new Viewer("gating");
 let latestKey = null;
-let gatingPaths = "";
+let gatingPaths = null;
 let lastJson = "";
 
 async function getJson(url, init) {
@@ -410,7 +410,11 @@ async function getJson(url, init) {
 }
 
 async function loadLatest(info) {
-  if (!info || info.key === latestKey || !$("latest-follow").checked) return;
+  if (!info) {
+    $("latest-title").textContent = "no self-play game yet";
+    return;
+  }
+  if (info.key === latestKey || !$("latest-follow").checked) return;
   try {
     const game = await getJson(`/api/selfplay?path=${encodeURIComponent(info.path)}`);
     latestKey = info.key;
