@@ -357,3 +357,12 @@ def test_browser_warns_about_corrupt_files(browser, loop_run, tmp_path):
         # everything else is still there
         assert len(browser.find_elements("css selector", "#models-table tbody tr")) == 3
         assert count(browser, "#elo-gen circle.elo-point") == 3  # gate results: generation 0 plus 2 candidates
+
+
+def test_a_torn_last_csv_line_is_left_out_without_a_warning(loop_run, tmp_path):
+    run = copy_run(loop_run, tmp_path / "run")
+    path = run / "metrics" / "metrics.csv"
+    whole = RunView(run).state()["training"]
+    path.write_text(path.read_text() + "999,3,32,4.1")  # a writer appending in place, caught mid-line
+    state = RunView(run).state()
+    assert state["training"] == whole and state["warnings"] == []
