@@ -321,7 +321,7 @@ function drawStrength(st) {
   lineChart($("elo-gen"), [{ name: "Elo", color: "#1565c0", points: byGen, pointClass: "elo-point" }],
     { xLabel: "generation", hlines, integerX: true, empty: "no rated generation yet" });
   lineChart($("elo-time"), [{ name: "Elo", color: "#1565c0", points: byTime, pointClass: "elo-point" }],
-    { xLabel: unit, hlines, empty: "no rated generation yet" });
+    { xLabel: unit, hlines, empty: st.points.length ? "no wall times in the ratings" : "no rated generation yet" });
 }
 
 function drawTraining(rows) {
