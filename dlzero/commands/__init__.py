@@ -19,4 +19,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gate",
     "match",
     "train",
+    "dashboard",
 )
