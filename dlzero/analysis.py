@@ -25,8 +25,8 @@ playout answers `{"id", "turnNumber", "isDuringSearch": false, "noResults": true
 Scheduling: a reader thread parses lines as they come (actions act at once, even mid-search);
 the main thread takes up to `max_batch` waiting turns, highest `priority` first (ties: arrival
 order), and searches those sharing a search config in lockstep in one `Search.run`, so the
-network sees one batch across positions. Answers therefore come out of order when priorities
-differ. End of input drains the queue, then the engine exits.
+network sees one batch across positions (each tree adds `search.leaves_per_tree` leaves to it).
+Answers therefore come out of order when priorities differ. End of input drains the queue, then the engine exits.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from typing import TextIO
 import cshogi
 import numpy as np
 
-from dlzero import __version__
 from dlzero.analysis_query import ACTIONS, QueryError, QueryReader, Task
 from dlzero.config import Config, SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
@@ -62,6 +61,7 @@ from dlzero.search import (
     softmax_priors,
     winrate_to_cp,
 )
+from dlzero.version import __version__
 
 LCB_Z = 1.96
 log = logging.getLogger(__name__)
@@ -188,7 +188,8 @@ class AnalysisEngine:
             if task.terminated:
                 emit(task, no_results(task))
                 continue
-            settled = root_checks(task.board, 0 if task.rules else task.search.root_mate_depth)
+            settled = root_checks(task.board, 0 if task.rules else task.search.root_mate_depth,
+                                  task.search.entering_king_rule)
             if settled is not None:
                 emit(task, self._settled_answer(task, settled, policies.get(id(task))))
                 continue
@@ -219,8 +220,7 @@ class AnalysisEngine:
                     last_report[k] = now
                     emit(task, self._answer(task, tree, now - start, True, policies.get(id(task))))
 
-        per_tree = max(1, search.cfg.batch_size // len(trees))
-        search.run(trees, [t.playouts for t in tasks], leaves_per_tree=per_tree, on_step=on_step)
+        search.run(trees, [t.playouts for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree, on_step=on_step)
         elapsed = time.perf_counter() - start
         for task, tree in zip(tasks, trees, strict=True):
             if tree.playouts == 0 and task.terminated:

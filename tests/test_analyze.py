@@ -180,7 +180,7 @@ def test_subprocess_fields(model):
         {"id": "badover", "position": "startpos", "overrideSettings": {"search.nope": 1}},
         {"id": "komi", "position": "startpos", "komi": 6.5, "maxVisits": 4},
         {"id": "live", "position": "startpos", "maxVisits": 400, "reportDuringSearchEvery": 0.001,
-         "overrides": {"search.batch_size": 2}},
+         "overrides": {"search.leaves_per_tree": 2}},
         {"id": "v", "action": "query_version"},
         {"id": "cc", "action": "clear_cache"},
         {"id": "bad", "action": "explode"},
@@ -228,7 +228,7 @@ def test_subprocess_fields(model):
 def test_subprocess_priority_and_terminate(model):
     eng = AnalyzeProcess(model, "--max-batch", "1")
     huge = {"position": "startpos", "maxVisits": 10_000_000, "reportDuringSearchEvery": 0.05,
-            "overrides": {"search.batch_size": 4}}
+            "overrides": {"search.leaves_per_tree": 4}}
     # `block` keeps the engine busy while the others queue: `high` was sent after `low` but answers first.
     eng.send({"id": "block", **huge}, {"id": "low", "position": "startpos", "maxVisits": 8},
              {"id": "high", "position": "startpos", "maxVisits": 8, "priority": 5},
