@@ -109,6 +109,23 @@ def test_a_failed_batch_answers_its_turns_and_the_engine_goes_on():
     assert answers["y"]["playouts"] == 8
 
 
+def test_clear_cache_empties_the_evaluation_cache_and_priorities_go_per_turn():
+    engine = AnalysisEngine(NullEvaluator(), Config(), playouts=16)
+    query = {"id": "c", "position": "startpos", "moves": ["7g7f"], "analyzeTurns": [0, 1], "priorities": [1, 9],
+             "overrideSettings": {"search.nn_cache_size": 1000}}
+    answers = engine.answer([json.dumps(query)])
+    assert [a["turnNumber"] for a in answers] == [0, 1]
+    (search,) = engine._searches.values()
+    assert len(search.cache) > 0
+    assert engine.answer([json.dumps({"id": "x", "action": "clear_cache"})]) == [{"id": "x", "action": "clear_cache"}]
+    assert len(search.cache) == 0
+    out = io.StringIO()  # with one turn per batch, the turn of priority 9 is searched (and answered) first
+    serve(engine, io.StringIO(_queries(query)), out, max_batch=1)
+    assert [json.loads(line)["turnNumber"] for line in out.getvalue().splitlines()] == [1, 0]
+    bad = engine.answer([json.dumps({**query, "priorities": [1]})])
+    assert bad[0]["field"] == "priorities"
+
+
 # ---------------------------------------------------------------- the real command
 
 
