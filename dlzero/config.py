@@ -59,6 +59,12 @@ def _odd_or_zero(v: Any) -> str | None:
     return None if v == 0 or (v > 0 and v % 2 == 1) else "must be 0 (off) or an odd number of plies"
 
 
+def _block_indices(v: Any) -> str | None:
+    ok = all((isinstance(i, int) and not isinstance(i, bool) and i >= 0) or (isinstance(i, str) and i.isdigit())
+             for i in v)
+    return None if ok else "must be a list of block indices (0 = the first block), e.g. [2, 4]"
+
+
 @dataclass
 class ModelConfig:
     """ResNet shape: stem, `blocks` residual blocks of `channels`, policy and value heads."""
@@ -67,6 +73,14 @@ class ModelConfig:
     channels: int = _field(64, _positive, "channels of the trunk")
     value_channels: int = _field(4, _positive, "1x1 conv channels at the start of the value head")
     value_fc: int = _field(256, _positive, "hidden units of the value head")
+    global_pool_blocks: list = _field([], _block_indices, "residual blocks (0-based) that are KataGo global-pooling "
+                                      "bias blocks; empty: none (dlshogi's plain ResNet)")
+
+    def __post_init__(self) -> None:
+        self.global_pool_blocks = sorted({int(i) for i in self.global_pool_blocks})
+        if self.global_pool_blocks and self.global_pool_blocks[-1] >= self.blocks:
+            raise ConfigError(f"config key 'model.global_pool_blocks' names block {self.global_pool_blocks[-1]}, "
+                              f"but the tower has blocks 0..{self.blocks - 1}")
 
 
 @dataclass
@@ -163,6 +177,10 @@ class TrainConfig:
     holdout_fraction: float = _field(0.05, _unit, "held-out share (supervised mode)")
     seed: int = _field(0, _non_negative)
     device: str = _field("auto", None, "training device: auto, cpu, cuda or cuda:N (torchrun: one GPU per rank)")
+    aux_reply_weight: float = _field(0.0, _non_negative, "loss weight of KataGo's auxiliary head predicting the "
+                                     "opponent's reply (0: no head; KataGo: 0.15); training only")
+    surprise_weight: float = _field(0.0, _unit, "share of each sample's loss weight proportional to its policy "
+                                    "surprise KL(target || net policy) (0: uniform; KataGo: 0.5)")
 
 
 @dataclass

@@ -280,7 +280,8 @@ def test_onnx_metadata_round_trip(model, onnx_file, saved):
     props = {p.key: p.value for p in proto.metadata_props}
     header = json.loads(props[METADATA_KEY])
     assert header["format"] == "dlzero-model" and header["encoder_version"] == ENCODER_VERSION
-    assert header["model_config"] == {"blocks": 2, "channels": 16, "value_channels": 2, "value_fc": 32}
+    assert header["model_config"] == {"blocks": 2, "channels": 16, "value_channels": 2, "value_fc": 32,
+                                      "global_pool_blocks": []}
     assert ModelMetadata.from_dict(header["metadata"]) == saved[1]
     assert "state_dict" not in header
     assert [i.name for i in proto.graph.input] == ["planes"]

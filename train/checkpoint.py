@@ -13,13 +13,14 @@ file before anything is written: a corrupt file or one for another network archi
 
 from __future__ import annotations
 
+import contextlib
 import io
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from dlzero.config import ModelConfig, config_to_dict
+from dlzero.config import ConfigError, ModelConfig, _build, config_to_dict
 from dlzero.data.atomic import atomic_write_bytes
 from dlzero.errors import ModelFileError
 from dlzero.model.checkpoint import model_name, read_payload
@@ -60,6 +61,8 @@ def load_checkpoint(path: Path, model_cfg: ModelConfig) -> dict[str, Any]:
         raise ModelFileError(
             f"{path}: checkpoint format {version} is newer than this dlzero reads ({FORMAT_VERSION})")
     theirs, ours = payload.get("model_config"), config_to_dict(model_cfg)
+    with contextlib.suppress(ConfigError):  # fill in keys added since it was written; unreadable: a mismatch
+        theirs = config_to_dict(_build(ModelConfig, theirs, "model"))
     if theirs != ours:
         raise ModelFileError(
             f"{path}: checkpoint is for another network ({theirs}) but the config asks for "

@@ -1,7 +1,8 @@
 """The policy-value ResNet.
 
 stem: 3x3 conv (100 -> C) + BN + ReLU
-tower: `blocks` x [3x3 conv + BN + ReLU + 3x3 conv + BN, add the input, ReLU] (post-activation)
+tower: `blocks` x [3x3 conv + BN + ReLU + 3x3 conv + BN, add the input, ReLU] (post-activation);
+       the blocks listed in `global_pool_blocks` are KataGo's global-pooling bias blocks (dlzero.model.blocks)
 policy head: 1x1 conv C -> C + BN + ReLU, 1x1 conv C -> 27, flattened channel-major to 2187
              logits, plus one learned bias per logit (dlshogi's layout: index = class*81 + square)
 value head: 1x1 conv C -> value_channels + BN + ReLU, FC -> value_fc, ReLU, FC -> 1, tanh
@@ -16,6 +17,7 @@ from torch import nn
 
 from dlzero.config import ModelConfig
 from dlzero.encoding import NUM_LABELS, NUM_PLANES
+from dlzero.model.blocks import GlobalPoolBlock
 
 
 def _conv_bn(cin: int, cout: int, k: int) -> nn.Sequential:
@@ -42,7 +44,9 @@ class PolicyValueNet(nn.Module):
         c = cfg.channels
         self.cfg = cfg
         self.stem = _conv_bn(NUM_PLANES, c, 3)
-        self.tower = nn.Sequential(*[ResidualBlock(c) for _ in range(cfg.blocks)])
+        pooling = set(cfg.global_pool_blocks)
+        self.tower = nn.Sequential(*[GlobalPoolBlock(c) if i in pooling else ResidualBlock(c)
+                                     for i in range(cfg.blocks)])
         self.policy_conv = _conv_bn(c, c, 1)
         self.policy_out = nn.Conv2d(c, NUM_LABELS // 81, 1, bias=False)
         self.policy_bias = nn.Parameter(torch.zeros(NUM_LABELS))
@@ -51,7 +55,14 @@ class PolicyValueNet(nn.Module):
         self.value_fc2 = nn.Linear(cfg.value_fc, 1)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = self.tower(torch.relu(self.stem(x)))
+        return self.heads(self.trunk(x))
+
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        """planes -> the tower's features (B, C, 9, 9), which the heads (and the trainer's auxiliary heads) read."""
+        return self.tower(torch.relu(self.stem(x)))
+
+    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tower features -> (policy logits, value)."""
         p = self.policy_out(torch.relu(self.policy_conv(h)))
         policy = p.flatten(1) + self.policy_bias
         v = torch.relu(self.value_conv(h)).flatten(1)
