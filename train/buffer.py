@@ -8,6 +8,8 @@ Storage per position (about 44 bytes plus 6 per policy candidate):
     value      f32     value target as a win rate for the side to move, in [0, 1]
     result     f32     game result for the side to move: 1 win, 0 loss, 0.5 draw (for value accuracy)
     policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target
+    reply      i16     label of the move played next (the opponent's reply, labelled from its mover's side),
+                       -1 where the game ended or the data holds no game (hcpe): the auxiliary reply target
 
 Why sparse: a dense float16 (N, 2187) target costs 4.4 KB a position, 8.7 GB for a 2M window, while
 searches visit a few dozen moves at most. Why the position before the last move: an hcp carries no
@@ -49,19 +51,23 @@ class Batch:
     policy: torch.Tensor  # (B, 2187) float32, rows sum to 1
     value: torch.Tensor  # (B,) float32 win-rate target in [0, 1]
     result: torch.Tensor  # (B,) float32 game result for the side to move (1, 0, 0.5)
+    reply: torch.Tensor  # (B,) int64 label of the opponent's reply, -1 where there is none
 
     def to(self, device: torch.device) -> Batch:
         """Copy to `device`. Blocking on purpose: the planes live in a buffer the next decode reuses."""
-        return Batch(*(t.to(device) for t in (self.planes, self.policy, self.value, self.result)))
+        return Batch(*(t.to(device) for t in (self.planes, self.policy, self.value, self.result, self.reply)))
 
 
 class PositionBuffer:
     """An immutable set of training positions (see the module docstring for the layout)."""
 
     def __init__(self, base_hcp: np.ndarray, last_move: np.ndarray, ply: np.ndarray, value: np.ndarray,
-                 result: np.ndarray, offsets: np.ndarray, labels: np.ndarray, probs: np.ndarray) -> None:
+                 result: np.ndarray, offsets: np.ndarray, labels: np.ndarray, probs: np.ndarray,
+                 reply: np.ndarray | None = None) -> None:
         n = len(base_hcp)
-        if not (len(last_move) == len(ply) == len(value) == len(result) == n and len(offsets) == n + 1):
+        reply = np.full(n, -1) if reply is None else reply
+        if not (len(last_move) == len(ply) == len(value) == len(result) == len(reply) == n
+                and len(offsets) == n + 1):
             raise ValueError("position arrays differ in length")
         self.base_hcp = np.ascontiguousarray(base_hcp, dtype=np.uint8).reshape(n, 32)
         self.last_move = np.asarray(last_move, dtype=np.uint16)
@@ -71,6 +77,7 @@ class PositionBuffer:
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=np.int16)
         self.probs = np.asarray(probs, dtype=np.float32)
+        self.reply = np.asarray(reply, dtype=np.int16)
 
     def __len__(self) -> int:
         return len(self.base_hcp)
@@ -92,7 +99,8 @@ class PositionBuffer:
         offsets = np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, starts, strict=True)])
         fields = ("base_hcp", "last_move", "ply", "value", "result")
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields), offsets,
-                   np.concatenate([p.labels for p in parts]), np.concatenate([p.probs for p in parts]))
+                   np.concatenate([p.labels for p in parts]), np.concatenate([p.probs for p in parts]),
+                   reply=np.concatenate([p.reply for p in parts]))
 
     def subset(self, indices: np.ndarray) -> PositionBuffer:
         """The positions at `indices`, in that order."""
@@ -102,7 +110,8 @@ class PositionBuffer:
         offsets = np.concatenate([[0], np.cumsum(counts)])
         gather = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
         return PositionBuffer(self.base_hcp[idx], self.last_move[idx], self.ply[idx], self.value[idx],
-                              self.result[idx], offsets, self.labels[gather], self.probs[gather])
+                              self.result[idx], offsets, self.labels[gather], self.probs[gather],
+                              reply=self.reply[idx])
 
     def tail(self, count: int) -> PositionBuffer:
         """The last `count` positions (the newest, when positions were added in game order)."""
@@ -143,4 +152,4 @@ class BatchDecoder:
         policy = np.zeros((b, NUM_LABELS), dtype=np.float32)
         policy[rows, buf.labels[flat]] = buf.probs[flat]
         return Batch(planes, torch.from_numpy(policy), torch.from_numpy(buf.value[idx]),
-                     torch.from_numpy(buf.result[idx]))
+                     torch.from_numpy(buf.result[idx]), torch.from_numpy(buf.reply[idx].astype(np.int64)))

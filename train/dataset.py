@@ -56,8 +56,10 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
     """The training positions (plies with visit counts) of `games`, in game and ply order.
 
     Policy target: visit counts normalised over the candidates, labelled from the side to move.
+    Reply target (train.aux_reply_weight): the next ply's move, labelled from its mover's side; -1 at
+    the game's last ply.
     """
-    base_hcp, last_move, ply, value_z, evals, counts, labels, probs = [], [], [], [], [], [], [], []
+    base_hcp, last_move, ply, value_z, evals, counts, labels, probs, reply = [], [], [], [], [], [], [], [], []
     for g, game in enumerate(games):
         prev_hcp, prev_move = None, 0
         for pos in iter_training_positions(game):
@@ -74,13 +76,21 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
                 counts.append(len(lab))
                 labels.append(lab)
                 probs.append(visits / visits.sum())
+                reply.append(_reply_label(game, pos.ply, pos.turn))
             prev_hcp, prev_move = pos.hcp, pos.move16
     if not base_hcp:
         return PositionBuffer.empty()
     return PositionBuffer(
         np.stack(base_hcp), np.array(last_move), np.array(ply), value_target(value_z, evals, val_lambda),
         np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
-        np.concatenate(probs))
+        np.concatenate(probs), reply=np.array(reply))
+
+
+def _reply_label(game: GameRecord, ply: int, turn: int) -> int:
+    """Label of the move after ply `ply` (played by the side not on `turn`), or -1 when the game ends first."""
+    if ply + 1 >= len(game.moves):
+        return -1
+    return int(labels_of(np.array([game.moves[ply + 1].move16]), 1 - turn)[0])
 
 
 def count_positions(games: list[GameRecord]) -> int:

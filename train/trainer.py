@@ -11,6 +11,10 @@ dlshogi's BCE-with-logits up to a scale of the logit, its gradient 2(q - target)
 the net is confidently wrong (MSE's carries a 1 - v² factor), and soft targets (draws, evals) keep
 their meaning as probabilities.
 
+KataGo's switches (both off by default): `aux_reply_weight` adds that weight times the cross-entropy
+of the opponent's-reply head (train.reply; plies without a reply count 0), and `surprise_weight`
+scales each sample's loss by its policy surprise (train.surprise). Logged losses stay unweighted.
+
 Schedule: `lr` constant, or cosine from `lr` towards 0 over each segment (a generation in the loop,
 the whole run in supervised mode, so each candidate is taken at a low LR), times a linear warmup over
 the first `warmup_steps` steps of the whole run. The LR is a pure function of the step counters in
@@ -47,7 +51,9 @@ from train.buffer import Batch, BatchDecoder, PositionBuffer
 from train.checkpoint import save_checkpoint, set_rng_state
 from train.distributed import DistInfo
 from train.metrics import Meter, MetricsLog, summarise
+from train.reply import TrainingNet, reply_loss
 from train.sampler import EpochSampler
+from train.surprise import surprise_weights
 
 log = logging.getLogger(__name__)
 
@@ -164,11 +170,12 @@ class Trainer:
             raise ConfigError(f"train.batch_size {cfg.batch_size} must be divisible by the {self.info.world} "
                               "training processes")
         self.model = model.to(device)
-        self.net: torch.nn.Module = self.model
+        self.train_net = TrainingNet(self.model, reply=cfg.aux_reply_weight > 0).to(device)
+        self.net: torch.nn.Module = self.train_net
         if self.info.enabled:
             ids = [device.index] if device.type == "cuda" else None
-            self.net = DistributedDataParallel(self.model, device_ids=ids)
-        self.optimizer = make_optimizer(self.model.parameters(), cfg)
+            self.net = DistributedDataParallel(self.train_net, device_ids=ids)
+        self.optimizer = make_optimizer(self.train_net.parameters(), cfg)
         self.amp = amp_dtype(cfg.amp, device)
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
         self.ema = EMA(self.model, cfg.ema_decay) if cfg.ema else None
@@ -182,16 +189,21 @@ class Trainer:
             group["lr"] = lr
         self.net.train()
         with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
-            logits, value = self.net(batch.planes)
+            logits, value, reply = self.net(batch.planes)
         logits, value = logits.float(), value.float()
         pl, vl, hits, vhits, decisive = batch_stats(logits, value, batch)
         n = len(batch.value)
         loss = (pl + vl) / n
+        if reply is not None or self.cfg.surprise_weight > 0:
+            per_sample = policy_loss(logits, batch.policy) + value_loss(value, batch.value)
+            if reply is not None:
+                per_sample = per_sample + self.cfg.aux_reply_weight * reply_loss(reply.float(), batch.reply)
+            loss = (surprise_weights(logits, batch.policy, self.cfg.surprise_weight) * per_sample).sum() / n
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         if self.cfg.grad_clip > 0:
             self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+            torch.nn.utils.clip_grad_norm_(self.train_net.parameters(), self.cfg.grad_clip)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         if self.ema is not None:
@@ -207,13 +219,21 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(),
             "ema": self.ema.state_dict() if self.ema is not None else None,
+            "reply_head": self.train_net.reply.state_dict() if self.train_net.reply is not None else None,
             "global_step": self.global_step,
         }
 
     def load_state_dict(self, state: dict[str, Any], path: Path) -> None:
         """Restore from a checkpoint's `trainer` part (checked to fit; errors name `path`)."""
         load_state(self.model, state.get("model"), path)
-        if state.get("optimizer_name") == self.cfg.optimizer:
+        head = self.train_net.reply
+        same_params = (head is not None) == (state.get("reply_head") is not None)
+        if head is not None and state.get("reply_head") is not None:
+            load_state(head, state["reply_head"], path)
+        if not same_params:  # train.aux_reply_weight switched on or off: the optimizer's parameters changed
+            log.warning("%s: the reply head was switched %s; the optimizer state starts afresh", path,
+                        "on" if head is not None else "off")
+        elif state.get("optimizer_name") == self.cfg.optimizer:
             # Keep the momentum/moment buffers but the config's hyperparameters (it may have changed).
             settings = [{k: v for k, v in g.items() if k != "params"} for g in self.optimizer.param_groups]
             try:
