@@ -40,8 +40,8 @@ class LoopState:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
+    from dlzero.gating.promotion import gate_and_promote
     from selfplay.plots import plot_progress
-    from selfplay.promotion import gate_and_promote
     from selfplay.worker import ensure_best_model, run_selfplay
     from train.generation import train_generation
 

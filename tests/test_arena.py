@@ -7,9 +7,9 @@ import cshogi.CSA
 import pytest
 
 from dlzero.config import Config
+from dlzero.gating.arena import BUILTIN_OPENINGS, GameRecord, append_rating, game_end, load_openings, play_match
 from dlzero.inference import NullEvaluator
 from dlzero.position import parse_position
-from selfplay.arena import BUILTIN_OPENINGS, GameRecord, append_rating, game_end, load_openings, play_match
 
 CSA_WIN = {cshogi.BLACK: 1, cshogi.WHITE: 2, None: 0}  # cshogi's Parser.win codes
 

@@ -9,14 +9,14 @@ import os
 
 import pytest
 
-import selfplay.promotion as promotion
+import dlzero.gating.promotion as promotion
 from dlzero.commands import gate
 from dlzero.config import Config, ModelConfig
 from dlzero.errors import RunDirError
+from dlzero.gating.arena import MatchResult
+from dlzero.gating.promotion import gate_and_promote
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
-from selfplay.arena import MatchResult
-from selfplay.promotion import gate_and_promote
 
 
 def _cfg() -> Config:

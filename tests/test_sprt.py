@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from selfplay.sprt import elo_from_score, elo_interval, llr, sprt_bounds, sprt_decision
+from dlzero.gating.sprt import elo_from_score, elo_interval, llr, sprt_bounds, sprt_decision
 
 
 def test_bounds_are_walds_formulas():

@@ -38,8 +38,8 @@ def register(sub) -> None:
 
 
 def run_gate(args: argparse.Namespace) -> int:
+    from dlzero.gating.promotion import gate_and_promote
     from dlzero.rundir import RunDir
-    from selfplay.promotion import gate_and_promote
 
     rd = RunDir.open(args.run)
     if args.config is None:
@@ -59,8 +59,8 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def run_match(args: argparse.Namespace) -> int:
+    from dlzero.gating.arena import RANDOM, play_match
     from dlzero.inference import load_model
-    from selfplay.arena import RANDOM, play_match
 
     cfg = config_from_args(args, GATE_KEYS)
     names = (args.model_a, args.model_b)

@@ -33,11 +33,11 @@ from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import ConfigError
 from dlzero.gating.sides import MoveChooser
+from dlzero.gating.sprt import elo_interval, sprt_decision
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
 from dlzero.search.rules import REPETITION_PLIES
-from selfplay.sprt import elo_interval, sprt_decision
 
 RANDOM = "random"
 Side = Evaluator | MoveChooser | str

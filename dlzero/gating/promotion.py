@@ -18,9 +18,9 @@ from tqdm import tqdm
 
 from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
+from dlzero.gating.arena import GameRecord, MatchResult, append_rating, play_match
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir
-from selfplay.arena import GameRecord, MatchResult, append_rating, play_match
 
 
 @dataclass
