@@ -172,6 +172,8 @@ class GateConfig:
     cap_pass_score: float = _field(0.55, _unit, "score needed to pass when the game cap is reached")
     openings: str = _field("", None, "opening suite: a file of 'startpos moves ...' / 'sfen ...' lines, one per "
                            "colour-swapped pair; empty: the shipped configs/openings/gate.txt")
+    leaves_per_tree: int = _field(1, _positive, "leaves each arena tree adds to a network call, however many games "
+                                  "run (1: as self-play searches)")
     variation_plies: int = _field(2, _positive, "random plies added to a suite line once a match has used every one")
     max_moves: int = _field(320, _positive)
     suite_min_plies: int = _field(4, _positive, "dlzero openings: fewest plies sampled from the policy")

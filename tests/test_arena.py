@@ -133,15 +133,17 @@ def test_leaves_per_tree_do_not_depend_on_the_games_running(monkeypatch):
 
     monkeypatch.setattr(Search, "run", spy)
     cfg = _cfg(max_moves=40, playouts=12)
-    cfg.search.batch_size = 6
+    cfg.gate.leaves_per_tree = 3
+    cfg.search.batch_size = 6  # the old arena divided this among the trees
     play_match(NullEvaluator(), "random", 8, cfg, parallel=8)
     assert len({n for n, _ in seen}) > 2  # the number of trees searched together varied
-    assert {leaves for _, leaves in seen} == {6}
+    assert {leaves for _, leaves in seen} == {3}
 
 
 def test_arena_and_engine_pick_the_same_move(tmp_path):
     cfg = _tiny_cfg(max_moves=60, playouts=24)
-    cfg.search.batch_size = 8  # three batches per move, so the leaves per batch shape the search
+    cfg.search.batch_size = cfg.gate.leaves_per_tree = 8  # the engine's and the arena's leaves per tree;
+    # three batches per move, so the leaves per batch shape the search
     cfg.search.root_mate_depth = 0
     (model,) = _tiny_models(tmp_path, cfg, seeds=(3,))
     line = "startpos moves 7g7f 3c3d 2g2f 8c8d"

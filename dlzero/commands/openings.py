@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         policy = network_policy(search, gate.suite_temperature)
         how = f"{args.model} priors at temperature {gate.suite_temperature}"
         if gate.suite_playouts:
-            value_ok = value_filter(search, gate.suite_playouts, cfg.search.batch_size, gate.suite_value_margin)
+            value_ok = value_filter(search, gate.suite_playouts, gate.leaves_per_tree, gate.suite_value_margin)
             how += f"; kept if a {gate.suite_playouts}-playout search's win rate is within {gate.suite_value_margin}"
     try:
         lines = generate_suite(args.count, args.seed, settings, policy=policy, value_ok=value_ok, starts=starts)

@@ -3,9 +3,9 @@
 A side is an `Evaluator` (searched with fixed playouts, no noise, most-visited move), a `MoveChooser`,
 or the string "random" (a uniformly random legal move: the floor any learning must beat). N games
 run at once; at each step every side searches all the games where it is to move in one `Search.run`,
-so its network sees one batch per step instead of one position at a time. Each tree gets the same
-number of leaves per batch (`leaves_per_tree`) however many games are running: the search the gate
-judges is the one the USI engine plays.
+so its network sees one batch per step instead of one position at a time. Each tree adds the same
+number of leaves to a batch (`gate.leaves_per_tree`, 1 as in self-play) however many games are
+running, so the search a gate judges does not change over a match.
 
 Fairness and no repeats: games 2k and 2k+1 form a pair that starts from one opening, side A Black in
 the first and White in the second. Every pair gets its own start position from the opening suite
@@ -141,12 +141,6 @@ class MatchResult:
         self.pairs[pair_category(first.score_a + second.score_a)] += 1
 
 
-def leaves_per_tree(cfg: SearchConfig) -> int:
-    """Leaves each tree adds to a network call: the engine's per-tree batch, whatever the number of
-    games running, so a gate judges the search that plays (not one that changes over a match)."""
-    return cfg.batch_size
-
-
 def _start_sfen(board: cshogi.Board) -> str:
     """SFEN of the position the board's history starts from."""
     first = board.copy()
@@ -197,7 +191,7 @@ class _Game:
 class _Player:
     """One side of the match: a searcher over an Evaluator, or a random mover."""
 
-    def __init__(self, side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generator,
+    def __init__(self, side: Side, cfg: SearchConfig, playouts: int, leaves_per_tree: int, rng: np.random.Generator,
                  resign_threshold: float) -> None:
         if isinstance(side, str) and side != RANDOM:
             raise ValueError(f"a side is an Evaluator, a MoveChooser or '{RANDOM}', not {side!r}")
@@ -205,7 +199,7 @@ class _Player:
         self.search = None if isinstance(side, str) or self.chooser else Search(side, cfg, rng)
         self.cfg = cfg
         self.playouts = playouts
-        self.leaves_per_tree = leaves_per_tree(cfg)
+        self.leaves_per_tree = leaves_per_tree
         self.rng = rng
         self.resign_threshold = resign_threshold
 
@@ -269,7 +263,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     lines = list(openings) if openings is not None else load_openings(gate.openings)
     starts = match_starts(lines, (n_games + 1) // 2, seed, offset=opening_offset,
                           variation_plies=gate.variation_plies, margin=gate.suite_margin)
-    players = [_Player(side, search_cfg, playouts or gate.playouts, rng, resign_threshold)
+    players = [_Player(side, search_cfg, playouts or gate.playouts, gate.leaves_per_tree, rng, resign_threshold)
                for side in (side_a, side_b)]
     out_dir = Path(record_dir) if record_dir is not None else None
     if out_dir is not None:
