@@ -204,3 +204,30 @@ def test_append_rating_writes_header_once(tmp_path):
     append_rating(path, {"generation": 2, "opponent": 1, "decision": "reject"})
     lines = path.read_text().splitlines()
     assert lines[0].startswith("generation,opponent,games") and len(lines) == 3
+
+
+class _FirstMove:
+    """A MoveChooser: the first legal move, or resign once the game is `resign_at` plies long."""
+
+    name = "first"
+
+    def __init__(self, resign_at: int = 10_000) -> None:
+        self.resign_at = resign_at
+
+    def choose(self, boards):
+        return [None if len(b.history) >= self.resign_at else next(iter(b.legal_moves)) for b in boards]
+
+
+def test_move_chooser_sides_play_and_resign():
+    result = play_match(_FirstMove(), "random", 4, _cfg(max_moves=20), parallel=4)
+    assert result.n_games == 4 and result.n_pairs == 2
+    for g in result.games:
+        board = cshogi.Board(g.start_sfen)
+        for ply, move in enumerate(g.moves):
+            mover_is_a = (board.turn == cshogi.BLACK) == g.a_is_black
+            if mover_is_a and ply >= g.opening_plies:
+                assert move == next(iter(board.legal_moves))
+            board.push(move)
+    resigner = play_match(_FirstMove(resign_at=0), "random", 2, _cfg(), parallel=2)
+    assert {g.reason for g in resigner.games} == {"resign"} and resigner.losses == 2
+    assert resigner.pairs == [1, 0, 0, 0, 0]
