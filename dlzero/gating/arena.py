@@ -251,9 +251,10 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap; `playouts`
     defaults to `cfg.gate.playouts`, `openings` (suite lines) to the file `cfg.gate.openings` (or the
     shipped suite). The suite is shuffled by `seed` and pairs take its lines from slot
-    `opening_offset` on (a gate passes one past the slots of earlier gates). Games count when their
-    pair is complete (a last unpaired game of an odd `n_games` counts alone); they are written as
-    CSA files to `record_dir` (if given) and reported to `on_game` then. With `sprt`, the pentanomial
+    `opening_offset` on (a gate passes generation x pairs, so successive gates use different
+    lines). Games count when their pair is complete (a last unpaired game of an odd `n_games`
+    counts alone); they are written as CSA files to `record_dir` (if given) and reported to
+    `on_game` then. With `sprt`, the pentanomial
     test (`cfg.gate` elo0/elo1/alpha/beta) runs after every complete pair and the match stops once
     it decides; games still running or waiting for their partner are dropped.
     """
