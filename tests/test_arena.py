@@ -128,13 +128,13 @@ def test_leaves_per_tree_do_not_depend_on_the_games_running(monkeypatch):
     real_run = Search.run
 
     def spy(self, trees, playouts, leaves_per_tree=None, **kwargs):
-        seen.append((len(trees), leaves_per_tree))
+        seen.append((len(trees), leaves_per_tree or self.cfg.leaves_per_tree))
         return real_run(self, trees, playouts, leaves_per_tree, **kwargs)
 
     monkeypatch.setattr(Search, "run", spy)
     cfg = _cfg(max_moves=40, playouts=12)
     cfg.gate.leaves_per_tree = 3
-    cfg.search.batch_size = 6  # the old arena divided this among the trees
+    cfg.search.leaves_per_tree = 6  # the engine's; the old arena divided its batch size among the trees
     play_match(NullEvaluator(), "random", 8, cfg, parallel=8)
     assert len({n for n, _ in seen}) > 2  # the number of trees searched together varied
     assert {leaves for _, leaves in seen} == {3}
@@ -142,7 +142,7 @@ def test_leaves_per_tree_do_not_depend_on_the_games_running(monkeypatch):
 
 def test_arena_and_engine_pick_the_same_move(tmp_path):
     cfg = _tiny_cfg(max_moves=60, playouts=24)
-    cfg.search.batch_size = cfg.gate.leaves_per_tree = 8  # the engine's and the arena's leaves per tree;
+    cfg.search.leaves_per_tree = cfg.gate.leaves_per_tree = 8  # the engine's and the arena's leaves per tree;
     # three batches per move, so the leaves per batch shape the search
     cfg.search.root_mate_depth = 0
     (model,) = _tiny_models(tmp_path, cfg, seeds=(3,))
@@ -167,7 +167,9 @@ def test_random_vs_random_plays_to_real_endings():
 def test_game_end_rules():
     mated = cshogi.Board("4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")
     assert game_end(mated, 320) == (cshogi.BLACK, "mate")
-    rep = parse_position("startpos moves 5i5h 5a5b 5h5i 5b5a")
+    once = parse_position("startpos moves 5i5h 5a5b 5h5i 5b5a")
+    assert game_end(once, 320) is None  # the second occurrence: play on (sennichite is the fourth)
+    rep = parse_position("startpos moves" + " 5i5h 5a5b 5h5i 5b5a" * 3)
     assert game_end(rep, 320) == (None, "repetition")
     long = parse_position("startpos moves 7g7f 3c3d")
     assert game_end(long, 2) == (None, "max_moves")

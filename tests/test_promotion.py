@@ -11,7 +11,7 @@ import cshogi
 import pytest
 
 import dlzero.gating.promotion as promotion
-from dlzero.commands import gate
+from dlzero.commands import gate, match
 from dlzero.config import Config, ModelConfig
 from dlzero.errors import RunDirError
 from dlzero.gating.arena import MatchResult
@@ -122,6 +122,7 @@ def test_gate_command(run, capsys):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     gate.register(sub)
+    match.register(sub)
     args = parser.parse_args(["gate", "--run", str(rd.root), "--games", "2", "--playouts", "2",
                               "--threads", "1", "--set", "gate.max_moves=12", "--no-progress"])
     assert args.func(args) == 0

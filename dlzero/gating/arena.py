@@ -13,9 +13,9 @@ the first and White in the second. Every pair gets its own start position from t
 beyond), since two deterministic searchers replay the same game from the same start. A pair counts
 once it is complete: the SPRT (`sprt=True`) and the Elo interval use the pentanomial pair scores.
 
-Game end, checked after every move from the side to move's view: repetition (draw, or a loss for
-the side that gave perpetual check), no legal move (mated), the entering-king declaration
-(`is_nyugyoku`: the side to move wins), the move cap (draw), and resignation if asked for.
+Game end, checked after every move by `dlzero.game_end` with self-play's rules: repetition at the
+fourth occurrence (draw, or a loss for the side that gave perpetual check), no legal move (mated),
+the entering-king declaration (the side to move wins), the move cap (draw), and resignation.
 
 Each finished game can be written as a CSA V2.2 record, atomically, for people to replay.
 """
@@ -34,12 +34,14 @@ import numpy as np
 
 from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
+from dlzero.game_end import GameRules
+from dlzero.game_end import game_end as rules_game_end
 from dlzero.gating.openings import load_openings, match_starts
 from dlzero.gating.sides import MoveChooser
 from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
+from dlzero.position import start_position
 from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
-from dlzero.search.rules import REPETITION_PLIES
 
 RANDOM = "random"
 Side = Evaluator | MoveChooser | str
@@ -141,35 +143,14 @@ class MatchResult:
         self.pairs[pair_category(first.score_a + second.score_a)] += 1
 
 
-def _start_sfen(board: cshogi.Board) -> str:
-    """SFEN of the position the board's history starts from."""
-    first = board.copy()
-    for _ in range(len(board.history)):
-        first.pop()
-    return first.sfen()
-
-
-def game_end(board: cshogi.Board, max_moves: int) -> tuple[int | None, str] | None:
+def game_end(board: cshogi.Board, max_moves: int, declaration: str = "27") -> tuple[int | None, str] | None:
     """(winner, reason) if the game is over with `board`'s side to move, else None.
 
-    Same order and move cap convention as the search's leaf rules, so the search plays for the
-    outcome the arena will score. Superior/inferior repetitions are search shortcuts, not game ends.
+    The rules self-play plays by (`dlzero.game_end`: sennichite at the fourth occurrence, mate,
+    declaration, then the move cap), so the gate scores the games the way training sees them.
     """
-    us, them = board.turn, 1 - board.turn
-    rep = board.is_draw(REPETITION_PLIES)
-    if rep == cshogi.REPETITION_DRAW:
-        return None, "repetition"
-    if rep == cshogi.REPETITION_WIN:   # the opponent gave perpetual check
-        return us, "perpetual_check"
-    if rep == cshogi.REPETITION_LOSE:
-        return them, "perpetual_check"
-    if board.is_game_over():
-        return them, "mate"
-    if board.is_nyugyoku():
-        return us, "declaration"
-    if board.move_number > max_moves:
-        return None, "max_moves"
-    return None
+    verdict = rules_game_end(board, GameRules(repetitions=3, max_moves=max_moves, declaration=declaration))
+    return None if verdict is None else (verdict.winner, verdict.reason)
 
 
 @dataclass
@@ -191,7 +172,7 @@ class _Game:
 class _Player:
     """One side of the match: a searcher over an Evaluator, or a random mover."""
 
-    def __init__(self, side: Side, cfg: SearchConfig, playouts: int, leaves_per_tree: int, rng: np.random.Generator,
+    def __init__(self, side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generator,
                  resign_threshold: float) -> None:
         if isinstance(side, str) and side != RANDOM:
             raise ValueError(f"a side is an Evaluator, a MoveChooser or '{RANDOM}', not {side!r}")
@@ -199,7 +180,6 @@ class _Player:
         self.search = None if isinstance(side, str) or self.chooser else Search(side, cfg, rng)
         self.cfg = cfg
         self.playouts = playouts
-        self.leaves_per_tree = leaves_per_tree
         self.rng = rng
         self.resign_threshold = resign_threshold
 
@@ -221,7 +201,7 @@ class _Player:
                 to_search.append(k)
         trees = [games[k].trees[slot] for k in to_search]
         if trees:
-            self.search.run(trees, self.playouts, leaves_per_tree=self.leaves_per_tree)
+            self.search.run(trees, self.playouts)
         for k, tree in zip(to_search, trees, strict=True):
             if self.resign_threshold > 0 and root_winrate(tree) < self.resign_threshold:
                 continue  # stays None: resign
@@ -248,23 +228,24 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                opening_offset: int = 0) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time.
 
-    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap; `playouts`
-    defaults to `cfg.gate.playouts`, `openings` (suite lines) to the file `cfg.gate.openings` (or the
-    shipped suite). The suite is shuffled by `seed` and pairs take its lines from slot
-    `opening_offset` on (a gate passes generation x pairs, so successive gates use different
-    lines). Games count when their pair is complete (a last unpaired game of an odd `n_games`
-    counts alone); they are written as CSA files to `record_dir` (if given) and reported to
-    `on_game` then. With `sprt`, the pentanomial
-    test (`cfg.gate` elo0/elo1/alpha/beta) runs after every complete pair and the match stops once
-    it decides; games still running or waiting for their partner are dropped.
+    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap and
+    `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches, however many
+    games are running); `playouts` defaults to `cfg.gate.playouts`, `openings` (suite lines) to the
+    file `cfg.gate.openings` (or the shipped suite). The suite is shuffled by `seed` and pairs take
+    its lines from slot `opening_offset` on (a gate passes generation x pairs, so successive gates
+    use different lines). Games count when their pair is complete (a last unpaired game of an odd
+    `n_games` counts alone); they are written as CSA files to `record_dir` (if given) and reported
+    to `on_game` then. With `sprt`, the pentanomial test (`cfg.gate` elo0/elo1/alpha/beta) runs
+    after every complete pair and the match stops once it decides; games still running or waiting
+    for their partner are dropped.
     """
     gate = cfg.gate
-    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves)
+    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves, leaves_per_tree=gate.leaves_per_tree)
     rng = np.random.default_rng(seed)
     lines = list(openings) if openings is not None else load_openings(gate.openings)
     starts = match_starts(lines, (n_games + 1) // 2, seed, offset=opening_offset,
                           variation_plies=gate.variation_plies, margin=gate.suite_margin)
-    players = [_Player(side, search_cfg, playouts or gate.playouts, gate.leaves_per_tree, rng, resign_threshold)
+    players = [_Player(side, search_cfg, playouts or gate.playouts, rng, resign_threshold)
                for side in (side_a, side_b)]
     out_dir = Path(record_dir) if record_dir is not None else None
     if out_dir is not None:
@@ -307,8 +288,8 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     while True:
         while len(active) < parallel and started < n_games and result.decision == "continue":
             board = starts[started // 2].copy()
-            game = _Game(started, board, _start_sfen(board), len(board.history), a_is_black=started % 2 == 0)
-            game.end = game_end(board, gate.max_moves)
+            game = _Game(started, board, start_position(board), len(board.history), a_is_black=started % 2 == 0)
+            game.end = game_end(board, gate.max_moves, cfg.search.entering_king_rule)
             active.append(game)
             started += 1
         for slot in (0, 1):
@@ -320,7 +301,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                     game.end = (1 - game.board.turn, "resign")
                     continue
                 _play_move(game, move, search_cfg.reuse_tree)
-                game.end = game_end(game.board, gate.max_moves)
+                game.end = game_end(game.board, gate.max_moves, cfg.search.entering_king_rule)
         for game in [g for g in active if g.end is not None]:
             active.remove(game)
             if result.decision == "continue":
