@@ -1,11 +1,12 @@
 """Training speed with each KataGo switch (not a test): optimiser steps per second on one fixed batch.
 
-    python scripts/katago_switch_speed.py [--config tiny] [--steps 30] [--device cpu]
+    python scripts/katago_switch_speed.py [--config tiny] [--steps 10] [--batch 64] [--repeats 3] [--device cpu]
 
 Builds one batch of real positions (random cshogi games with visit counts), then times `Trainer.step`
 with the plain network and with `model.global_pool_blocks`, `train.aux_reply_weight` and
 `train.surprise_weight` switched on one at a time and all together. Decoding is left out: it costs the
-same with every switch. Prints samples/s per arm; run arms on an otherwise idle machine.
+same with every switch. Arms take turns `--repeats` times and each reports its best rate, so a busy
+machine slows every arm alike rather than the one that happened to run during a spike.
 """
 
 from __future__ import annotations
@@ -49,36 +50,41 @@ def random_games(n: int, seed: int = 0) -> list[GameRecord]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="tiny")
-    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=10, help="timed steps per turn")
+    ap.add_argument("--batch", type=int, default=0, help="batch size (0: the config's train.batch_size)")
+    ap.add_argument("--repeats", type=int, default=3, help="turns per arm; the best is reported")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--pool-blocks", default="", help="blocks for the pooling arm (default: every other block)")
     args = ap.parse_args()
-    base = load_config(f"configs/{args.config}.yaml" if "/" not in args.config else args.config)
+    base = load_config(f"configs/{args.config}.yaml")
     pool = args.pool_blocks or ",".join(str(i) for i in range(1, base.model.blocks, 2))
     arms = {"plain": [], "global_pool": [f"model.global_pool_blocks=[{pool}]"],
             "reply": ["train.aux_reply_weight=0.15"], "surprise": ["train.surprise_weight=0.5"]}
     arms["all"] = [o for v in arms.values() for o in v]
     device = torch.device(args.device)
     buf = buffer_from_games(random_games(12), 0.3)
+    trainers, best = {}, dict.fromkeys(arms, 0.0)
     for name, overrides in arms.items():
-        cfg = load_config(f"configs/{args.config}.yaml", [f"train.device={args.device}", *overrides])
+        extra = [f"train.batch_size={args.batch}"] if args.batch else []
+        cfg = load_config(f"configs/{args.config}.yaml", [f"train.device={args.device}", *extra, *overrides])
         trainer = Trainer(new_model(cfg.model, seed=0), cfg.train, device)
         batch = BatchDecoder(cfg.train.batch_size).decode(buf, np.arange(cfg.train.batch_size) % len(buf))
-        batch = batch.to(device)
-        for _ in range(3):  # warm-up
-            trainer.step(batch, 1e-3)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(args.steps):
-            trainer.step(batch, 1e-3)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        rate = args.steps * cfg.train.batch_size / (time.perf_counter() - t0)
-        params = count_parameters(trainer.train_net)
-        print(f"{name:12s} {rate:9.0f} samples/s  params {params:,}  ({' '.join(overrides) or 'defaults'})",
-              flush=True)
-
+        trainers[name] = (trainer, batch.to(device), cfg.train.batch_size)
+        for _ in range(2):  # warm-up
+            trainer.step(trainers[name][1], 1e-3)
+    for _ in range(args.repeats):
+        for name, (trainer, batch, size) in trainers.items():
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(args.steps):
+                trainer.step(batch, 1e-3)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            best[name] = max(best[name], args.steps * size / (time.perf_counter() - t0))
+    for name, overrides in arms.items():
+        params = count_parameters(trainers[name][0].train_net)
+        print(f"{name:12s} {best[name]:9.0f} samples/s  params {params:,}  ({' '.join(overrides) or 'defaults'})")
 
 if __name__ == "__main__":
     main()
