@@ -27,7 +27,7 @@ from dlzero.config import SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
 from dlzero.inference.base import Evaluator
 from dlzero.search.node import Node
-from dlzero.search.rules import leaf_result
+from dlzero.search.rules import leaf_proof
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Tree:
         child = self.root.children[i] if reuse and i >= 0 else None
         self.board.push(move)
         self.root = child if child is not None and child.expanded else Node()
-        self.root.terminal = None
+        self.root.terminal = self.root.mate_plies = None
         self.noised = False
         self.nodes = self.root.count_nodes()
 
@@ -229,11 +229,13 @@ class Search:
                     leaves: list[_Leaf]) -> bool:
         """First visit of a node: settle it by the rules, from the cache, or queue it for the network."""
         moves, labels = legal_moves_and_labels(board)
-        result = leaf_result(board, self.cfg, len(moves)) if path else (0.0 if len(moves) == 0 else None)
-        if result is not None:
-            node.terminal = result
-            if result == 0.0 and len(path) > 1:
-                path[-1][0].terminal = 1.0  # the mover has a winning move: its node is proven won
+        proof = leaf_proof(board, self.cfg, len(moves)) if path else ((0.0, 0) if len(moves) == 0 else None)
+        if proof is not None:
+            node.terminal, node.mate_plies = proof
+            if node.terminal == 0.0 and len(path) > 1:
+                mover = path[-1][0]  # the mover has a winning move: its node is proven won
+                mover.terminal = 1.0
+                mover.mate_plies = None if node.mate_plies is None else node.mate_plies + 1
             return False
         key = board.zobrist_hash()
         cached = self.cache.get(key) if self.cfg.nn_cache_size else None

@@ -13,7 +13,9 @@ Edge statistics live in the parent (arrays indexed by child slot `i`, `k` = numb
 
 Values are win rates in [0, 1]; `w[i] / n[i]` is Q(s, a) from the chooser's point of view.
 `terminal` holds a proven result for the side to move here (1 win, 0 loss, draw value for draws),
-set by the rules (mate, repetition, declaration) or by a mate search.
+set by the rules (mate, repetition, declaration) or by a mate search. `mate_plies` says whether that
+proof is a mate: plies to the mate from here (0: the side to move is mated, k: it mates in k), None
+for every other proof (repetition, perpetual check, move cap, declaration) or no proof.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class Node:
     """A position in the tree; expanded once the network (or a rule) has evaluated it."""
 
     __slots__ = ("moves", "labels", "prior", "n", "w", "children", "visits", "value_sum",
-                 "visited_prior", "terminal", "pending", "nn_value")
+                 "visited_prior", "terminal", "mate_plies", "pending", "nn_value")
 
     def __init__(self) -> None:
         self.moves: np.ndarray | None = None
@@ -38,6 +40,7 @@ class Node:
         self.value_sum = 0.0       # summed win rate for the side to move here
         self.visited_prior = 0.0   # sum of priors of children visited at least once (for FPU)
         self.terminal: float | None = None
+        self.mate_plies: int | None = None
         self.pending = False       # queued for evaluation in the current batch
         self.nn_value: float | None = None
 

@@ -1,7 +1,9 @@
 """Game-end rules at a search leaf, all from cshogi: repetition, max moves, mate, declaration.
 
-`leaf_result` returns the proven win rate for the side to move, or None when the position needs
-the network. It runs once per new node, before any evaluation.
+`leaf_proof` returns the proven win rate for the side to move and, when the proof is a mate, its
+length in plies (so that only real mates are ever reported as mates: a repetition, a draw by move
+count or a declaration is proven too, but is no mate); None when the position needs the network.
+`leaf_result` is the win rate alone. They run once per new node, before any evaluation.
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ def repetition_result(board: cshogi.Board, cfg: SearchConfig) -> float | None:
     return draw_result(cfg, board) if value is None else value
 
 
-def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float | None:
-    """Proven win rate for the side to move at a new leaf, or None if the network must judge.
+def leaf_proof(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> tuple[float, int | None] | None:
+    """(proven win rate for the side to move, plies to mate or None) at a new leaf, or None if the
+    network must judge. Plies to mate: 0 when the side to move is mated, k when it mates in k;
+    None when the proof is no mate (repetition, perpetual check, move cap, declaration).
 
     Order matters: repetition and the move cap end the game before anyone moves; then no legal
     move (mated); then the side to move can declare (27-point rule) or mates within
@@ -53,16 +57,37 @@ def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float |
     """
     rep = repetition_result(board, cfg)
     if rep is not None:
-        return rep
+        return rep, None
     if board.move_number > cfg.max_moves:
-        return draw_result(cfg, board)
+        return draw_result(cfg, board), None
     if n_legal == 0:
-        return 0.0
+        return 0.0, 0
     if board.is_nyugyoku():
-        return 1.0
-    if cfg.leaf_mate_depth and not board.is_check() and find_mate(board, cfg.leaf_mate_depth):
-        return 1.0
+        return 1.0, None
+    if cfg.leaf_mate_depth and not board.is_check():
+        plies = mate_length(board, cfg.leaf_mate_depth)
+        if plies:
+            return 1.0, plies
     return None
+
+
+def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float | None:
+    """Proven win rate for the side to move at a new leaf, or None if the network must judge."""
+    proof = leaf_proof(board, cfg, n_legal)
+    return None if proof is None else proof[0]
+
+
+def mate_length(board: cshogi.Board, depth: int) -> int:
+    """Plies of the shortest mate within `depth` plies by the side to move (odd), or 0 if none.
+
+    Tries the full depth first: shorter depths are searched only once a mate is known to exist.
+    """
+    if not find_mate(board, depth):
+        return 0
+    for d in range(1, depth, 2):
+        if find_mate(board, d):
+            return d
+    return depth if depth % 2 else depth - 1
 
 
 def find_mate(board: cshogi.Board, depth: int) -> int:
