@@ -49,8 +49,9 @@ def test_a_pv_ending_in_repetition_is_not_a_mate():
     pv = principal_variation(tree)
     assert pv and pv[0] == board.move_from_usi("7b8b")  # the draw is White's best by far
     child = tree.root.children[tree.root.child_index(pv[0])]
-    assert child.terminal == 0.5 and child.mate_plies is None  # proven, but by repetition
+    assert child.terminal == 0.5  # proven, but by repetition: `score mate -1` was reported
     assert mate_distance(tree) is None
+    assert child.mate_plies is None
 
 
 def test_the_engine_reports_a_score_and_may_resign_in_a_repetition_line():
