@@ -24,7 +24,7 @@ import cshogi
 import numpy as np
 
 from dlzero.config import SearchConfig
-from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
+from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
 from dlzero.search.node import Node
 from dlzero.search.rules import leaf_proof
@@ -74,7 +74,7 @@ class _Leaf:
     node: Node
     moves: np.ndarray
     labels: np.ndarray
-    key: int
+    key: tuple | None  # the evaluation cache's key (None: cache off)
 
 
 class _Done:
@@ -117,7 +117,8 @@ class Search:
         self.encoder = Encoder()
         self.buffers = [new_batch_buffer(max(cfg.batch_size, 1)) for _ in range(2)]  # two for pipelining
         self.stats = SearchStats()
-        self.cache: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
+        # keyed on everything the network sees (`input_key`), not the position alone
+        self.cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
         self._buffer = self.buffers[0]
 
@@ -237,8 +238,9 @@ class Search:
                 mover.terminal = 1.0
                 mover.mate_plies = None if node.mate_plies is None else node.mate_plies + 1
             return False
-        key = board.zobrist_hash()
-        cached = self.cache.get(key) if self.cfg.nn_cache_size else None
+        reps = repetition_count(board)
+        key = input_key(board, reps) if self.cfg.nn_cache_size else None
+        cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             self.cache.move_to_end(key)
             prior, value = cached
@@ -247,7 +249,7 @@ class Search:
             self._backup(tree, path, node, value)
             return True
         node.pending = True
-        self.encoder.encode_into(board, self._buffer[len(leaves)])
+        self.encoder.encode_into(board, self._buffer[len(leaves)], reps)
         leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
         return True
 
@@ -266,7 +268,7 @@ class Search:
             leaf.tree.inflight -= 1
             self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
             node.nn_value = value
-            if self.cfg.nn_cache_size:
+            if leaf.key is not None:
                 self.cache[leaf.key] = (prior, value)
                 if len(self.cache) > self.cfg.nn_cache_size:
                     self.cache.popitem(last=False)
