@@ -57,7 +57,7 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
 
     Policy target: visit counts normalised over the candidates, labelled from the side to move.
     """
-    base_hcp, last_move, ply, value_z, evals, counts, labels, probs = [], [], [], [], [], [], [], []
+    base_hcp, last_move, ply, value_z, evals, counts, labels, probs, reps = [], [], [], [], [], [], [], [], []
     for g, game in enumerate(games):
         prev_hcp, prev_move = None, 0
         for pos in iter_training_positions(game):
@@ -69,6 +69,7 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
                 base_hcp.append(pos.hcp if prev_hcp is None else prev_hcp)
                 last_move.append(prev_move)
                 ply.append(pos.ply)
+                reps.append(pos.repetitions)
                 value_z.append(pos.result)
                 evals.append(pos.eval)
                 counts.append(len(lab))
@@ -80,7 +81,7 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
     return PositionBuffer(
         np.stack(base_hcp), np.array(last_move), np.array(ply), value_target(value_z, evals, val_lambda),
         np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
-        np.concatenate(probs))
+        np.concatenate(probs), np.array(reps))
 
 
 def count_positions(games: list[GameRecord]) -> int:

@@ -41,6 +41,7 @@ from dlzero.data.hcpe import (
     legal_move16s,
     read_file_bytes,
 )
+from dlzero.encoding.features import repetition_count
 from dlzero.errors import DataError, PositionError
 
 RESULT_DRAW = 0
@@ -140,6 +141,7 @@ class TrainingPosition:
     turn: int  # cshogi.BLACK or cshogi.WHITE
     result: float  # 1.0 win, 0.0 loss, 0.5 draw for the side to move
     is_target: bool  # False when k == 0
+    repetitions: int = 0  # earlier occurrences of the position in the game (repetition planes, 0..3)
 
 
 # ---------------------------------------------------------------- encoding
@@ -324,7 +326,9 @@ def iter_training_positions(game: GameRecord) -> Iterator[TrainingPosition]:
     """Replay `game` and yield every ply's position, move, eval, candidates and result.
 
     Plies without candidates are included with `is_target=False`, so a trainer can still count
-    them (or use them for a value target) but knows they carry no policy target. Each move is
+    them (or use them for a value target) but knows they carry no policy target. `repetitions` is
+    counted on the replayed game exactly as the inference encoder counts it on a search's board,
+    so the repetition planes of training and inference agree. Each move is
     checked against cshogi's legal moves, so a game read with validate=False cannot crash cshogi;
     an illegal move raises PositionError. `game.start_hcp` must be sound (read_hcpe3 checks it).
     """
@@ -345,6 +349,7 @@ def iter_training_positions(game: GameRecord) -> Iterator[TrainingPosition]:
             turn=turn,
             result=_side_result(game.winner, turn),
             is_target=move.is_target,
+            repetitions=repetition_count(board),
         )
         board.push_move16(move.move16)
 
