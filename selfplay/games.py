@@ -58,6 +58,7 @@ from dlzero.position import parse_position
 from dlzero.search.mcts import Search, Tree
 from dlzero.search.result import MAX_CP, best_index, root_winrate, winrate_to_cp
 from dlzero.search.rules import REPETITION_PLIES, find_mate
+from dlzero.search.target import pruned_visits
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 
@@ -252,10 +253,14 @@ def _end_of_game(game: SelfPlayGame, cfg: Config) -> tuple[int, str] | None:
     return None
 
 
-def _candidates(tree: Tree) -> np.ndarray:
-    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16."""
+def _candidates(tree: Tree, cfg: SearchConfig) -> np.ndarray:
+    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16.
+
+    The visits are the search's own choice: those caused by root noise or carried over by tree
+    reuse are pruned (`dlzero.search.target`).
+    """
     root = tree.root
-    visits = np.rint(root.n).astype(np.int64)
+    visits = np.rint(pruned_visits(root, tree.clean_prior, cfg)).astype(np.int64)
     idx = np.nonzero(visits > 0)[0]
     out = np.empty((len(idx), 2), np.uint16)
     out[:, 0] = [cshogi.move16(int(m)) for m in root.moves[idx]]
@@ -383,7 +388,7 @@ def _play_move(game: SelfPlayGame, cfg: Config, rng: np.random.Generator, resign
             game.would_resign = turn
     i = _choose(tree, game.played, cfg, rng)
     move = int(tree.root.moves[i])
-    cands = _candidates(tree) if game.full else np.zeros((0, 2), np.uint16)
+    cands = _candidates(tree, cfg.search) if game.full else np.zeros((0, 2), np.uint16)
     game.full_searches += int(game.full)
     game.record.moves.append(MoveRecord(cshogi.move16(move), winrate_to_cp(_move_winrate(tree, i)), cands))
     tree.advance(move, reuse)

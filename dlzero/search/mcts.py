@@ -47,6 +47,7 @@ class Tree:
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
     noised: bool = False
+    clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
 
     @property
     def done(self) -> bool:
@@ -64,6 +65,7 @@ class Tree:
         self.root = child if child is not None and child.expanded else Node()
         self.root.terminal = self.root.mate_plies = None
         self.noised = False
+        self.clean_prior = None
         self.nodes = self.root.count_nodes()
 
 
@@ -292,6 +294,7 @@ class Search:
             return
         noise = self.rng.dirichlet([self.cfg.dirichlet_alpha] * len(root.moves))
         eps = self.cfg.dirichlet_epsilon
+        tree.clean_prior = root.prior
         root.prior = ((1.0 - eps) * root.prior + eps * noise).astype(np.float32)
         tree.noised = True
 
