@@ -26,7 +26,7 @@ import numpy as np
 from dlzero.config import SearchConfig
 from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
-from dlzero.search.node import Node
+from dlzero.search.node import NODE_BYTES, Node, expansion_bytes
 from dlzero.search.rules import leaf_proof
 
 
@@ -46,6 +46,7 @@ class Tree:
     collisions: int = 0
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
+    memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
     noised: bool = False
     clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
 
@@ -66,7 +67,7 @@ class Tree:
         self.root.terminal = self.root.mate_plies = None
         self.noised = False
         self.clean_prior = None
-        self.nodes = self.root.count_nodes()
+        self.nodes, self.memory = self.root.size()
 
 
 @dataclass
@@ -166,8 +167,14 @@ class Search:
             if should_stop and should_stop():
                 active = []
                 continue
-            active = [t for t in active if not t.done and t.nodes < self.cfg.node_limit]
+            active = [t for t in active if not t.done and not self.tree_full(t)]
         self.stats.total_seconds += time.perf_counter() - start
+
+    def tree_full(self, tree: Tree) -> bool:
+        """The tree reached `search.node_limit` nodes or its `search.hash_mb` memory budget: it may
+        not grow any more (its search stops)."""
+        budget = self.cfg.hash_mb << 20
+        return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory >= budget)
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -223,6 +230,7 @@ class Search:
             if child is None:
                 child = node.children[i] = Node()
                 tree.nodes += 1
+                tree.memory += NODE_BYTES
             board.push(int(node.moves[i]))
             node = child
         self._unwind(board, path)
@@ -284,6 +292,7 @@ class Search:
 
     def _expand(self, tree: Tree, node: Node, moves: np.ndarray, labels: np.ndarray, prior: np.ndarray) -> None:
         node.expand(moves, labels, prior)
+        tree.memory += expansion_bytes(len(moves))
         if node is tree.root:
             self.add_root_noise(tree)
 

@@ -22,6 +22,18 @@ from __future__ import annotations
 
 import numpy as np
 
+# Memory of a node, from sys.getsizeof and checked against tracemalloc (tests/test_usi_hash.py):
+# the Node object and its empty children list; once expanded, five numpy array headers plus, per
+# legal move, moves int64 + labels int32 + prior float32 + n, w float64 + a children slot.
+NODE_BYTES = 200
+EXPANDED_BYTES = 600
+PER_MOVE_BYTES = 44
+
+
+def expansion_bytes(k: int) -> int:
+    """Bytes a node gains when it is expanded with `k` legal moves."""
+    return EXPANDED_BYTES + PER_MOVE_BYTES * k
+
 
 class Node:
     """A position in the tree; expanded once the network (or a rule) has evaluated it."""
@@ -69,9 +81,15 @@ class Node:
 
     def count_nodes(self) -> int:
         """Nodes in this subtree (iterative: trees can be deep)."""
-        total, stack = 0, [self]
+        return self.size()[0]
+
+    def size(self) -> tuple[int, int]:
+        """(nodes, estimated bytes) of this subtree (iterative: trees can be deep)."""
+        nodes = memory = 0
+        stack = [self]
         while stack:
             node = stack.pop()
-            total += 1
+            nodes += 1
+            memory += NODE_BYTES + (expansion_bytes(len(node.moves)) if node.moves is not None else 0)
             stack.extend(c for c in node.children if c is not None)
-        return total
+        return nodes, memory
