@@ -41,7 +41,6 @@ from dlzero.data.hcpe import (
     legal_move16s,
     read_file_bytes,
 )
-from dlzero.encoding.features import repetition_count
 from dlzero.errors import DataError, PositionError
 
 RESULT_DRAW = 0
@@ -141,7 +140,6 @@ class TrainingPosition:
     turn: int  # cshogi.BLACK or cshogi.WHITE
     result: float  # 1.0 win, 0.0 loss, 0.5 draw for the side to move
     is_target: bool  # False when k == 0
-    repetitions: int = 0  # earlier occurrences of the position in the game (repetition planes, 0..3)
 
 
 # ---------------------------------------------------------------- encoding
@@ -326,9 +324,7 @@ def iter_training_positions(game: GameRecord) -> Iterator[TrainingPosition]:
     """Replay `game` and yield every ply's position, move, eval, candidates and result.
 
     Plies without candidates are included with `is_target=False`, so a trainer can still count
-    them (or use them for a value target) but knows they carry no policy target. `repetitions` is
-    counted on the replayed game exactly as the inference encoder counts it on a search's board,
-    so the repetition planes of training and inference agree. Each move is
+    them (or use them for a value target) but knows they carry no policy target. Each move is
     checked against cshogi's legal moves, so a game read with validate=False cannot crash cshogi;
     an illegal move raises PositionError. `game.start_hcp` must be sound (read_hcpe3 checks it).
     """
@@ -349,7 +345,6 @@ def iter_training_positions(game: GameRecord) -> Iterator[TrainingPosition]:
             turn=turn,
             result=_side_result(game.winner, turn),
             is_target=move.is_target,
-            repetitions=repetition_count(board),
         )
         board.push_move16(move.move16)
 
@@ -419,10 +414,15 @@ class ShardWriter:
         self.close()
 
 
+def shard_glob(prefix: str | None = None) -> str:
+    """Glob pattern of the shard names `ShardWriter(prefix=...)` writes (any prefix when None)."""
+    return f"{prefix}-*{SHARD_SUFFIX}" if prefix else f"*{SHARD_SUFFIX}"
+
+
 def list_shards(directory: str | os.PathLike[str]) -> list[Path]:
     """Complete shards in `directory` (not recursive), oldest first by mtime, then by name."""
     found = []
-    for path in Path(directory).glob(f"*{SHARD_SUFFIX}"):
+    for path in Path(directory).glob(shard_glob()):
         if path.name.startswith("."):  # atomic_open's temporary files, and other hidden files
             continue
         try:

@@ -31,6 +31,7 @@ import numpy as np
 
 from dlzero.config import SearchConfig
 from dlzero.search.node import Node
+from dlzero.search.select import PuctParams, exploration_constant
 
 
 def pruned_visits(root: Node, clean_prior: np.ndarray | None, cfg: SearchConfig) -> np.ndarray:
@@ -44,7 +45,7 @@ def pruned_visits(root: Node, clean_prior: np.ndarray | None, cfg: SearchConfig)
     if total <= 0 or not (n > 0).any():
         return out
     prior = np.asarray(root.prior if clean_prior is None else clean_prior, dtype=np.float64)
-    c = cfg.c_init_root + math.log((total + cfg.c_base_root + 1.0) / cfg.c_base_root)
+    c = exploration_constant(total, PuctParams(cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root))
     explore = c * math.sqrt(total) * prior  # c(N) P sqrt(N)
     q = np.divide(root.w, n, out=np.zeros_like(n), where=n > 0)
     best = int(n.argmax())
