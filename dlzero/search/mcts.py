@@ -47,6 +47,8 @@ class Tree:
     memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
     noised: bool = False
     clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
+    # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
+    move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
 
     @property
     def done(self) -> bool:
@@ -75,7 +77,7 @@ class _Leaf:
     node: Node
     moves: np.ndarray
     labels: np.ndarray
-    key: tuple | None  # the evaluation cache's key (None: cache off)
+    key: tuple | None  # the evaluation cache's key (None: not cached: cache off, or moves filtered)
 
 
 class _Done:
@@ -263,8 +265,12 @@ class Search:
                 mover.terminal = 1.0
                 mover.mate_plies = None if node.mate_plies is None else node.mate_plies + 1
             return False
+        # A filtered node's priors cover only some moves: it must not share the cache with full nodes.
+        keep = tree.move_filter(board, len(path), moves) if tree.move_filter is not None else None
+        if keep is not None:
+            moves, labels = moves[keep], labels[keep]
         reps = repetition_count(board)
-        key = input_key(board, reps) if self.cfg.nn_cache_size else None
+        key = input_key(board, reps) if self.cfg.nn_cache_size and keep is None else None
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             self.cache.move_to_end(key)
