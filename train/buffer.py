@@ -1,10 +1,11 @@
 """Training positions in compact arrays, decoded into batches on demand.
 
-Storage per position (about 44 bytes plus 6 per policy candidate):
+Storage per position (about 45 bytes plus 6 per policy candidate):
 
     base_hcp   u8[32]  the position *before* the last move, or the position itself when last_move is 0
     last_move  u16     move16 that leads from base_hcp to the training position (0: none known)
     ply        u16     plies played before the training position (drives the game-progress plane)
+    repetitions u8     earlier occurrences of the position within the lookback (repetition planes 77-79)
     value      f32     value target as a win rate for the side to move, in [0, 1]
     result     f32     game result for the side to move: 1 win, 0 loss, 0.5 draw (for value accuracy)
     policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target
@@ -15,8 +16,11 @@ Why sparse: a dense float16 (N, 2187) target costs 4.4 KB a position, 8.7 GB for
 searches visit a few dozen moves at most. Why the position before the last move: an hcp carries no
 history, so a board rebuilt from it alone would have empty last-move planes in training while search
 always fills them at inference. Replaying the one move restores those planes exactly. The repetition
-planes stay zero in training (one move of history cannot repeat a position); hcpe data has no previous
-move at all, so its last-move planes are zero too, and its progress plane reads ply 0.
+count needs the whole history, so it is counted once while the game is replayed from its start
+(hcpe3 records hold whole games, openings included) and stored; every plane then equals what the
+search's encoder gives for the same position and history. hcpe data (supervised) has no history at
+all: its last-move and repetition planes are zero and its progress plane reads ply 0, which is what
+the encoder gives for a position set up without history.
 """
 
 from __future__ import annotations
@@ -63,10 +67,11 @@ class PositionBuffer:
 
     def __init__(self, base_hcp: np.ndarray, last_move: np.ndarray, ply: np.ndarray, value: np.ndarray,
                  result: np.ndarray, offsets: np.ndarray, labels: np.ndarray, probs: np.ndarray,
-                 reply: np.ndarray | None = None) -> None:
+                 repetitions: np.ndarray | None = None, reply: np.ndarray | None = None) -> None:
         n = len(base_hcp)
+        reps = np.zeros(n, dtype=np.uint8) if repetitions is None else repetitions
         reply = np.full(n, -1) if reply is None else reply
-        if not (len(last_move) == len(ply) == len(value) == len(result) == len(reply) == n
+        if not (len(last_move) == len(ply) == len(value) == len(result) == len(reps) == len(reply) == n
                 and len(offsets) == n + 1):
             raise ValueError("position arrays differ in length")
         self.base_hcp = np.ascontiguousarray(base_hcp, dtype=np.uint8).reshape(n, 32)
@@ -77,6 +82,7 @@ class PositionBuffer:
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=np.int16)
         self.probs = np.asarray(probs, dtype=np.float32)
+        self.repetitions = np.asarray(reps, dtype=np.uint8)
         self.reply = np.asarray(reply, dtype=np.int16)
 
     def __len__(self) -> int:
@@ -100,7 +106,7 @@ class PositionBuffer:
         fields = ("base_hcp", "last_move", "ply", "value", "result")
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields), offsets,
                    np.concatenate([p.labels for p in parts]), np.concatenate([p.probs for p in parts]),
-                   reply=np.concatenate([p.reply for p in parts]))
+                   np.concatenate([p.repetitions for p in parts]), np.concatenate([p.reply for p in parts]))
 
     def subset(self, indices: np.ndarray) -> PositionBuffer:
         """The positions at `indices`, in that order."""
@@ -111,7 +117,7 @@ class PositionBuffer:
         gather = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
         return PositionBuffer(self.base_hcp[idx], self.last_move[idx], self.ply[idx], self.value[idx],
                               self.result[idx], offsets, self.labels[gather], self.probs[gather],
-                              reply=self.reply[idx])
+                              self.repetitions[idx], self.reply[idx])
 
     def tail(self, count: int) -> PositionBuffer:
         """The last `count` positions (the newest, when positions were added in game order)."""
@@ -143,7 +149,7 @@ class BatchDecoder:
                 board.push_move16(move)
             else:
                 board.move_number = int(buf.ply[i]) + 1
-            self._encoder.encode_into(board, out[row])
+            self._encoder.encode_into(board, out[row], int(buf.repetitions[i]))
         starts, ends = buf.offsets[idx], buf.offsets[idx + 1]
         counts = ends - starts
         rows = np.repeat(np.arange(b), counts)

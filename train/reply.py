@@ -36,7 +36,7 @@ class ReplyHead(nn.Module):
 
 
 class TrainingNet(nn.Module):
-    """The network as the trainer runs it: (policy, value, reply logits or None) from one trunk pass.
+    """The network as the trainer runs it: (policy, value logit, reply logits or None) from one trunk pass.
 
     One module, so a DistributedDataParallel wrapper sees every parameter, the reply head's included.
     """
@@ -48,7 +48,7 @@ class TrainingNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         h = self.model.trunk(x)
-        policy, value = self.model.heads(h)
+        policy, value = self.model.heads(h, value_logit=True)
         return policy, value, (self.reply(h) if self.reply is not None else None)
 
 
