@@ -112,6 +112,12 @@ class SearchConfig:
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")
     dirichlet_alpha: float = _field(0.15, _positive, "root noise concentration (self-play)")
     dirichlet_epsilon: float = _field(0.25, _unit, "root noise weight (self-play)")
+    algorithm: str = _field("puct", _one_of("puct", "gumbel"),
+                            "root search: puct (dlshogi, Dirichlet noise) or gumbel (Gumbel AlphaZero: "
+                            "Sequential Halving at the root, improved-policy targets, no Dirichlet noise)")
+    gumbel_considered: int = _field(16, _positive, "gumbel: root moves sampled for Sequential Halving (m)")
+    gumbel_c_visit: float = _field(50.0, _positive, "gumbel: sigma(q) = (c_visit + max N) * c_scale * q")
+    gumbel_c_scale: float = _field(1.0, _positive, "gumbel: sigma(q) = (c_visit + max N) * c_scale * q")
 
 
 @dataclass
@@ -126,7 +132,7 @@ class SelfplayConfig:
     full_search_prob: float = _field(0.25, _unit, "share of moves searched fully; only those are policy targets")
     random_plies: int = _field(12, _non_negative, "plies whose move is sampled by visit counts")
     temperature: float = _field(1.0, _positive, "sampling temperature over visits during random plies")
-    noise: bool = _field(True, None, "root Dirichlet noise on full searches")
+    noise: bool = _field(True, None, "explore on full searches: root Dirichlet noise (puct) or the Gumbel sample (gumbel)")
     openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: start position")
     resign_threshold: float = _field(0.03, _unit, "resign when the best move's win rate is below this")
     no_resign_fraction: float = _field(0.1, _unit, "share of games that never resign (false-positive check)")

@@ -7,6 +7,12 @@ otherwise a cheap search (`cheap_playouts`, no noise) stored with k = 0 candidat
 The first `random_plies` plies sample the move proportionally to visits^(1/temperature); later plies
 play the most visited move (a proven win first). The subtree of the played move is kept.
 
+With `search.algorithm: gumbel` (Gumbel AlphaZero, `dlzero.search.gumbel`), a full search draws the
+Gumbel sample instead of Dirichlet noise, its policy target is the improved policy pi' stored as
+integer pseudo-visits (round(pi' * 10 000), see `PSEUDO_VISITS`), and the move played is the
+search's choice (argmax g + logits + sigma(q) among the moves the halving left); the first
+`random_plies` plies sample from pi'^(1/temperature) instead, for variety.
+
 Game ends, checked at each root before searching, by `dlzero.game_end` with `selfplay_rules`:
 - repetition at the fourth occurrence: a draw (flag 0x4), or a loss for the side giving perpetual check;
 - no legal move: the side to move is mated and loses;
@@ -55,8 +61,9 @@ from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a Finis
 from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
+from dlzero.search.gumbel import pseudo_visits
 from dlzero.search.mcts import Search, Tree
-from dlzero.search.result import MAX_CP, best_index, root_winrate, winrate_to_cp
+from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
 from dlzero.search.rules import find_mate
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
@@ -228,9 +235,15 @@ def end_of_game(board: cshogi.Board, cfg: Config) -> tuple[int, str] | None:
 
 
 def _candidates(tree: Tree) -> np.ndarray:
-    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16."""
+    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16.
+
+    A Gumbel search's target is its improved policy pi' as pseudo-visits, not its visits.
+    """
     root = tree.root
-    visits = np.rint(root.n).astype(np.int64)
+    if tree.gumbel is not None:
+        visits = pseudo_visits(tree.gumbel.policy(root.n, root.w))
+    else:
+        visits = np.rint(root.n).astype(np.int64)
     idx = np.nonzero(visits > 0)[0]
     out = np.empty((len(idx), 2), np.uint16)
     out[:, 0] = [cshogi.move16(int(m)) for m in root.moves[idx]]
@@ -239,14 +252,15 @@ def _candidates(tree: Tree) -> np.ndarray:
 
 
 def _choose(tree: Tree, ply: int, cfg: Config, rng: np.random.Generator) -> int:
-    """Index of the root move to play: sampled by visits in the opening plies, else the best."""
+    """Index of the root move to play: sampled in the opening plies (by visits, or by pi' for a Gumbel
+    search), else the search's choice."""
     root = tree.root
     if ply < cfg.selfplay.random_plies:
-        visits = np.maximum(root.n, 0.0)
-        if visits.sum() > 0:
-            weights = visits ** (1.0 / cfg.selfplay.temperature)
+        weights = tree.gumbel.policy(root.n, root.w) if tree.gumbel is not None else np.maximum(root.n, 0.0)
+        if weights.sum() > 0:
+            weights = weights ** (1.0 / cfg.selfplay.temperature)
             return int(rng.choice(len(weights), p=weights / weights.sum()))
-    return best_index(root)
+    return chosen_index(tree)
 
 
 def _move_winrate(tree: Tree, i: int) -> float:
