@@ -132,7 +132,7 @@ class SelfplayConfig:
     full_search_prob: float = _field(0.25, _unit, "share of moves searched fully; only those are policy targets")
     random_plies: int = _field(12, _non_negative, "plies whose move is sampled by visit counts")
     temperature: float = _field(1.0, _positive, "sampling temperature over visits during random plies")
-    noise: bool = _field(True, None, "explore on full searches: root Dirichlet noise (puct) or the Gumbel sample (gumbel)")
+    noise: bool = _field(True, None, "explore on full searches: Dirichlet noise (puct) or the Gumbel sample (gumbel)")
     openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: start position")
     resign_threshold: float = _field(0.03, _unit, "resign when the best move's win rate is below this")
     no_resign_fraction: float = _field(0.1, _unit, "share of games that never resign (false-positive check)")

@@ -37,7 +37,7 @@ from dlzero.game_end import game_end as rules_game_end
 from dlzero.gating.sides import MoveChooser
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position, start_position
-from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
+from dlzero.search import Search, Tree, chosen_index, find_mate, root_winrate
 from selfplay.sprt import elo_interval, sprt_decision
 
 RANDOM = "random"
@@ -218,7 +218,7 @@ class _Player:
         for k, tree in zip(to_search, trees, strict=True):
             if self.resign_threshold > 0 and root_winrate(tree) < self.resign_threshold:
                 continue  # stays None: resign
-            moves[k] = int(tree.root.moves[best_index(tree.root)])
+            moves[k] = int(tree.root.moves[chosen_index(tree)])  # PUCT's most visited, or Gumbel's choice
         return moves
 
 

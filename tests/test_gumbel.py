@@ -11,9 +11,11 @@ import pytest
 from test_search import HashEvaluator
 from test_selfplay import check_game, tiny_config, tiny_evaluator
 
-from dlzero.config import SearchConfig
+from dlzero.config import Config, SearchConfig
 from dlzero.data.hcpe3 import ShardWriter, read_hcpe3
 from dlzero.encoding import NUM_LABELS
+from dlzero.engine.player import Player
+from dlzero.engine.timeman import Limits
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import Search, Tree, chosen_index
@@ -261,3 +263,13 @@ def test_selfplay_with_gumbel_writes_improved_policy_targets(tmp_path):
         # (a 12-playout visit count would sum to 12 over at most 12 moves)
         assert abs(int(counts.sum()) - PSEUDO_VISITS) <= len(counts)
         assert len(counts) > 12
+
+
+def test_engine_with_gumbel_plays_the_capture_and_reports_it_first():
+    cfg = Config()
+    cfg.search = _gumbel_cfg(gumbel_considered=32)
+    player = Player(MaterialEvaluator(), cfg)
+    player.set_position(parse_position(HANGING))
+    result = player.think(Limits(playouts=40))
+    assert result.bestmove == "2h2d" and result.pv[0] == "2h2d"
+    assert result.winrate > 0.9  # the chosen move's Q, not the most visited move's
