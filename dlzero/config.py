@@ -55,6 +55,29 @@ def _one_of(*options: str) -> Check:
     return check
 
 
+def gate_interval(mode: str) -> int | None:
+    """`gate.mode` as the gap between gated generations: sprt 1, every-N N, off None (never).
+
+    Raises ValueError for anything else (the config check turns it into a clear message).
+    """
+    if mode == "sprt":
+        return 1
+    if mode == "off":
+        return None
+    prefix, _, n = mode.partition("-")
+    if prefix == "every" and n.isdigit() and int(n) > 0:
+        return int(n)
+    raise ValueError(mode)
+
+
+def _gate_mode(v: Any) -> str | None:
+    try:
+        gate_interval(v)
+    except ValueError:
+        return "must be sprt, off or every-N (N a positive whole number, e.g. every-4)"
+    return None
+
+
 def _odd_or_zero(v: Any) -> str | None:
     return None if v == 0 or (v > 0 and v % 2 == 1) else "must be 0 (off) or an odd number of plies"
 
@@ -174,6 +197,9 @@ class TrainConfig:
 @dataclass
 class GateConfig:
     """Gating match: candidate against best, decided by SPRT."""
+
+    mode: str = _field("sprt", _gate_mode, "sprt: gate every candidate; off: promote every candidate without a "
+                       "match (AlphaZero, dlshogi); every-N: gate only generations divisible by N, promote the rest")
 
     playouts: int = _field(64, _positive)
     max_games: int = _field(100, _positive)
