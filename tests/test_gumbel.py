@@ -34,6 +34,7 @@ from dlzero.search.gumbel import (
     select_root,
     sigma,
     top_k,
+    transformed_q,
 )
 from selfplay.games import FinishedGame, play_games
 
@@ -273,3 +274,23 @@ def test_engine_with_gumbel_plays_the_capture_and_reports_it_first():
     result = player.think(Limits(playouts=40))
     assert result.bestmove == "2h2d" and result.pv[0] == "2h2d"
     assert result.winrate > 0.9  # the chosen move's Q, not the most visited move's
+
+
+def test_fast_root_selection_equals_the_pure_rule():
+    """`GumbelRoot.select` computes on the eligible moves only; it must pick what the pure rule picks."""
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        k = int(rng.integers(2, 40))
+        prior = rng.dirichlet(np.ones(k)).astype(np.float32)
+        budget = int(rng.integers(2, 80))
+        root = GumbelRoot(prior, 1.74, float(rng.random()), budget, 16, rng if trial % 2 else None, PAPER)
+        n = np.where(rng.random(k) < 0.3, rng.integers(0, 5, k), 0).astype(np.float64)  # reused-root visits
+        w = n * rng.random(k)
+        for _ in range(budget):
+            want = considered_visit(int(root.visits.sum()), root.m, budget)
+            expected = select_root(root.visits.copy(), root.considered, root.gumbel, root.logits,
+                                   transformed_q(root.logits, n, w, root.raw_value, PAPER), want)
+            i = root.select(n, w)
+            assert i == expected
+            n[i] += 1
+            w[i] += rng.random()

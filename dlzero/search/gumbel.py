@@ -178,18 +178,41 @@ class GumbelRoot:
         self.considered = top_k(self.gumbel + self.logits, self.m)
         self.visits = np.zeros(k, dtype=np.int64)
         self.params = params
+        self._index = np.flatnonzero(self.considered)   # ascending: ties go to the lowest index
+        self._score = self.gumbel + self.logits
+        self._sims = 0
 
     def select(self, n: np.ndarray, w: np.ndarray) -> int:
-        """The root move the next simulation descends into (and count it)."""
-        want = considered_visit(int(self.visits.sum()), self.m, self.budget)
-        i = select_root(self.visits, self.considered, self.gumbel, self.logits,
-                        transformed_q(self.logits, n, w, self.raw_value, self.params), want)
+        """The root move the next simulation descends into (and count it).
+
+        The same move as `select_root(..., transformed_q(...), want)`, computed on the eligible
+        moves only, as this runs once per simulation: sigma is needed only where some eligible move
+        was visited (unvisited ones share v_mix, so g + logits alone ranks them).
+        """
+        want = considered_visit(self._sims, self.m, self.budget)
+        visits = self.visits[self._index]
+        eligible = self._index[visits == want]
+        if len(eligible) == 0:
+            eligible = self._index[visits == visits.min()]
+        base = self._score[eligible]
+        ne = n[eligible]
+        if len(eligible) > 1 and (ne > 0).any():
+            if (ne > 0).all():
+                q = w[eligible] / ne
+            else:
+                q = np.where(ne > 0, w[eligible] / np.maximum(ne, 1e-300),
+                             mixed_value(self.raw_value, np.divide(w, n, out=np.zeros(len(n)), where=n > 0), n,
+                                         np.exp(self.logits)))
+            base = base + sigma(q, n, self.params)
+        i = int(eligible[int(base.argmax())])
         self.visits[i] += 1
+        self._sims += 1
         return i
 
     def undo(self, i: int) -> None:
         """A simulation through move `i` collided and was undone."""
         self.visits[i] -= 1
+        self._sims -= 1
 
     def choice(self, n: np.ndarray, w: np.ndarray) -> int:
         """The move to play (see `final_choice`)."""
