@@ -294,3 +294,12 @@ def test_fast_root_selection_equals_the_pure_rule():
             assert i == expected
             n[i] += 1
             w[i] += rng.random()
+
+
+def test_usi_option_selects_gumbel():
+    from dlzero.usi.options import OPTIONS, with_option
+
+    opt = next(o for o in OPTIONS if o.name == "SearchAlgorithm")
+    assert with_option(Config(), opt, "gumbel").search.algorithm == "gumbel"
+    with pytest.raises(ValueError, match="search.algorithm"):
+        with_option(Config(), opt, "alphabeta")
