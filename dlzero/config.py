@@ -236,6 +236,16 @@ class UsiConfig:
     pv_interval_ms: int = _field(500, _non_negative)
     multipv: int = _field(1, _positive)
     playouts: int = _field(0, _non_negative, "fixed playouts per move (0: by time)")
+    show_wdl: bool = _field(False, None, "info lines carry 'wdl W D L' (permille; D is 0: the value head has no draw)")
+
+
+@dataclass
+class ReviewConfig:
+    """`dlzero review`: every position of a game record searched, the record written back annotated."""
+
+    playouts: int = _field(400, _positive, "playouts per position")
+    blunder_threshold: float = _field(0.2, _unit, "a move losing more win rate than this (mover's view) is a blunder")
+    positions_per_batch: int = _field(32, _positive, "positions searched together (they share network batches)")
 
 
 @dataclass
@@ -250,6 +260,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
 
 
 def _type_of(cls: type, name: str) -> Any:

@@ -15,6 +15,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "usi",
     "bestmove",
     "analyze",
+    "review",
     "selfplay",
     "gate",
     "match",

@@ -49,6 +49,8 @@ class Tree:
     nodes: int = 1
     noised: bool = False
     gumbel: GumbelRoot | None = None  # the current search's Gumbel root (search.algorithm: gumbel)
+    # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
+    move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
 
     @property
     def done(self) -> bool:
@@ -78,6 +80,7 @@ class _Leaf:
     moves: np.ndarray
     labels: np.ndarray
     key: int
+    cacheable: bool = True
 
 
 class _Done:
@@ -263,8 +266,12 @@ class Search:
             if result == 0.0 and len(path) > 1:
                 path[-1][0].terminal = 1.0  # the mover has a winning move: its node is proven won
             return False
+        # A filtered node's priors cover only some moves: it must not share the cache with full nodes.
+        keep = tree.move_filter(board, len(path), moves) if tree.move_filter is not None else None
+        if keep is not None:
+            moves, labels = moves[keep], labels[keep]
         key = board.zobrist_hash()
-        cached = self.cache.get(key) if self.cfg.nn_cache_size else None
+        cached = self.cache.get(key) if self.cfg.nn_cache_size and keep is None else None
         if cached is not None:
             self.cache.move_to_end(key)
             prior, value = cached
@@ -274,7 +281,7 @@ class Search:
             return True
         node.pending = True
         self.encoder.encode_into(board, self._buffer[len(leaves)])
-        leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
+        leaves.append(_Leaf(tree, list(path), node, moves, labels, key, keep is None))
         return True
 
     def _finish(self, result: Future | _Done, leaves: list[_Leaf], t0: float) -> None:
@@ -292,7 +299,7 @@ class Search:
             leaf.tree.inflight -= 1
             node.nn_value = value  # before `_expand`: a Gumbel root needs it
             self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
-            if self.cfg.nn_cache_size:
+            if self.cfg.nn_cache_size and leaf.cacheable:
                 self.cache[leaf.key] = (prior, value)
                 if len(self.cache) > self.cfg.nn_cache_size:
                     self.cache.popitem(last=False)
