@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+import dlzero.gating.promotion
 import selfplay.bootstrap
 import selfplay.plots
-import selfplay.promotion
 import selfplay.session
 import train.generation
 from dlzero.config import gate_interval, load_config
@@ -70,7 +70,7 @@ def test_loop_gates_by_mode(tmp_path, monkeypatch, mode, gated, best):
     monkeypatch.setattr(selfplay.bootstrap, "ensure_best_model", ensure_best)
     monkeypatch.setattr(selfplay.session, "run_selfplay", play)
     monkeypatch.setattr(train.generation, "train_generation", train_gen)
-    monkeypatch.setattr(selfplay.promotion, "gate_and_promote", gate)
+    monkeypatch.setattr(dlzero.gating.promotion, "gate_and_promote", gate)
     monkeypatch.setattr(selfplay.plots, "plot_progress", lambda rd_: None)
 
     run_loop(rd, cfg, 4, progress=False)
