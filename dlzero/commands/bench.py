@@ -27,13 +27,16 @@ def register(sub) -> None:
     add_inference_args(pi, backend=False)
     pi.add_argument("--model", help=".pt or .onnx model (default: a random model of the config's shape)")
     pi.add_argument("--batch", type=_ints, default=[1, 8, 64, 256], help="comma-separated batch sizes")
-    pi.add_argument("--backend", dest="backends", type=_names, default=["torch-eager", "torch", "onnx"],
-                    help="comma-separated backends: torch-eager (no graph optimisation), torch, onnx")
+    pi.add_argument("--backend", dest="backends", type=_names, default=["torch-eager", "torch", "onnx", "onnx-int8"],
+                    help="comma-separated backends: torch-eager (no graph optimisation), torch, onnx, onnx-int8 "
+                         "(quantized with inference.quantize.*, whatever its accuracy; the row gives top-1 "
+                         "agreement with fp32 and the speed ratio to the onnx row)")
     pi.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
     pi.add_argument("--json", action="store_true", help="one JSON object per line")
     pi.set_defaults(func=run_infer)
 
-    pself = bsub.add_parser("selfplay", help="self-play positions/s and games/hour per games in lockstep (G)")
+    pself = bsub.add_parser("selfplay", help="self-play positions/s and games/hour per games in lockstep (G); "
+                            "--precision int8: with the int8 model")
     add_config_args(pself)
     add_inference_args(pself)
     pself.add_argument("--parallel", type=_ints, default=[1, 16, 64, 256], help="comma-separated G values")
@@ -76,12 +79,22 @@ def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
             print("  ".join(f"{row.get(c, ''):>16}" for c in columns), flush=True)
 
 
+def _print_cpu(as_json: bool) -> None:
+    """The CPU's int8-relevant flags, printed beside the figures (int8 speed depends on VNNI)."""
+    from dlzero.bench.infer import cpu_flags
+
+    flags = cpu_flags()
+    print(json.dumps({"cpu_flags": flags}) if as_json else f"cpu flags: {flags}", flush=True)
+
+
 def run_infer(args: argparse.Namespace) -> int:
     from dlzero.bench.infer import bench_encoder, bench_inference
 
     cfg = config_from_args(args)
+    _print_cpu(args.json)
     rows = bench_inference(args.backends, args.batch, args.model, cfg, args.seconds)
-    _print_rows(rows, args.json, ["backend", "batch", "positions_per_s", "ms_per_batch"])
+    _print_rows(rows, args.json, ["backend", "batch", "positions_per_s", "ms_per_batch", "vs_onnx_fp32",
+                                  "top1_vs_fp32", "value_mae"])
     enc = bench_encoder()
     if args.json:
         print(json.dumps({"backend": "encoder", "batch": 256, "positions_per_s": round(enc, 1)}))
@@ -116,6 +129,7 @@ def run_selfplay(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     backend = args.backend if args.backend not in (None, "auto") else "onnx"
+    _print_cpu(args.json)
     rows = bench_selfplay(cfg, args.parallel, args.moves, backend)
     _print_rows(rows, args.json, ["config", "parallel", "positions_per_s", "games_per_hour", "game_length",
                                   "eval_share"])

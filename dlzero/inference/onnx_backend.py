@@ -19,6 +19,7 @@ from dlzero.errors import BackendError, ModelFileError
 from dlzero.inference.base import Evaluator
 from dlzero.model.checkpoint import ModelMetadata, check_header
 from dlzero.model.export import INPUT_NAME, METADATA_KEY, OUTPUT_NAMES
+from dlzero.model.quantize import QuantReport, read_report
 
 _GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
@@ -88,6 +89,8 @@ class OnnxEvaluator(Evaluator):
         self._check_signature()
         super().__init__(cfg.max_batch, metadata or self._read_metadata())
         self.providers = self.session.get_providers()
+        #: how the model was quantized (None: a plain fp32 export); see dlzero.inference.int8
+        self.quant_report: QuantReport | None = read_report(self.session.get_modelmeta().custom_metadata_map)
 
     def _check_signature(self) -> None:
         inputs = self.session.get_inputs()
@@ -117,4 +120,6 @@ class OnnxEvaluator(Evaluator):
         return policy, value
 
     def describe(self) -> str:
-        return f"onnx {','.join(self.providers)}"
+        report = self.quant_report
+        precision = "" if report is None else " int8" if report.accepted else " fp32 (int8 rejected)"
+        return f"onnx {','.join(self.providers)}{precision}"

@@ -1,0 +1,197 @@
+"""int8 models: real onnxruntime quantization of a small model on real encoded positions, the
+accuracy gate (accepting and rejecting), metadata round trip, run calibration, loader fallback."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import cshogi
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig
+from dlzero.data.hcpe3 import GameRecord, MoveRecord, write_hcpe3
+from dlzero.errors import BackendError
+from dlzero.inference import OnnxEvaluator, load_model
+from dlzero.inference.int8 import calibration_for, ensure_int8, int8_path, make_int8, stored_report
+from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.model.calibration import from_random_games, from_shards
+from dlzero.model.export import onnx_bytes
+from dlzero.model.quantize import layer_nodes, prepare, quantize_with_gate
+from dlzero.rundir import RunDir
+
+SMALL = ModelConfig(blocks=1, channels=16, value_channels=2, value_fc=16)
+FAST = QuantizeConfig(calibration="minmax", keep_fp32="auto", calibration_positions=64, holdout_positions=128)
+IMPOSSIBLE = replace(FAST, min_top1=1.0, max_value_error=0.0, keep_fp32="none")
+
+
+def _confident_model(seed: int = 0):
+    """A small net with a strong move prior, as trained nets have (random nets' near-tied logits are the
+    hardest case for int8: any rounding flips their top move)."""
+    model = new_model(SMALL, seed=seed).eval()
+    with torch.no_grad():
+        model.policy_bias.copy_(torch.randn(model.policy_bias.shape, generator=torch.Generator().manual_seed(seed)) * 4)
+    return model
+
+
+def _quant_nodes(path_or_bytes) -> int:
+    proto = onnx.load_from_string(path_or_bytes) if isinstance(path_or_bytes, bytes) else onnx.load(str(path_or_bytes))
+    return sum(n.op_type == "QuantizeLinear" for n in proto.graph.node)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("int8") / "net.pt"
+    save_model(_confident_model(), path, ModelMetadata(generation=3, name="small"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def positions():
+    return from_random_games(FAST.calibration_positions, FAST.holdout_positions, seed=5)
+
+
+def _fp32_outputs(path: Path, planes: np.ndarray):
+    return load_model(path, InferenceConfig(backend="onnx", device="cpu", precision="fp32")).evaluate(planes)
+
+
+def test_gate_accepts_real_quantization_and_stores_figures(model_file, positions):
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata(generation=3, name="small"))
+    payload, report = quantize_with_gate(fp32, positions, FAST)
+    assert report.accepted, report.reason
+    assert report.accuracy.top1 >= FAST.min_top1 and report.accuracy.value_mae <= FAST.max_value_error
+    assert report.method == "minmax" and report.keep_fp32 in ("none", "heads", "stem", "stem+heads")
+    assert report.accuracy.positions == len(positions.holdout) == FAST.holdout_positions
+    assert _quant_nodes(payload) > 0  # a real int8 graph, not the fp32 one
+    # the figures are real: recompute them from independent sessions
+    ev_q = OnnxEvaluator(payload, InferenceConfig(device="cpu"))
+    ev_f = OnnxEvaluator(fp32, InferenceConfig(device="cpu"))
+    (pq, vq), (pf, vf) = ev_q.evaluate(positions.holdout), ev_f.evaluate(positions.holdout)
+    legal = positions.holdout_legal
+    top1 = float((np.where(legal, pq, -np.inf).argmax(1) == np.where(legal, pf, -np.inf).argmax(1)).mean())
+    assert top1 == pytest.approx(report.accuracy.top1)
+    assert float(np.abs(vq - vf).mean()) == pytest.approx(report.accuracy.value_mae, abs=1e-7)
+    assert not np.array_equal(vq, vf)  # quantized arithmetic really ran
+    assert ev_q.quant_report == report and "int8" in ev_q.describe()
+    assert ev_q.metadata.generation == 3 and ev_q.metadata.name == "small"  # the dlzero header survives
+
+
+def test_gate_rejects_and_falls_back_to_fp32(positions):
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    payload, report = quantize_with_gate(fp32, positions, IMPOSSIBLE)
+    assert not report.accepted
+    assert "mean |value difference|" in report.reason and report.attempts and not any(a.passed for a in report.attempts)
+    assert _quant_nodes(payload) == 0
+    ev = OnnxEvaluator(payload, InferenceConfig(device="cpu"))
+    p, v = ev.evaluate(positions.holdout)
+    p0, v0 = OnnxEvaluator(fp32, InferenceConfig(device="cpu")).evaluate(positions.holdout)
+    np.testing.assert_array_equal(v, v0)
+    np.testing.assert_array_equal(p, p0)
+    assert ev.describe().endswith("fp32 (int8 rejected)")
+
+
+def test_random_network_is_rejected_at_default_thresholds(positions):
+    """Near-tied logits: the default 99 % gate must catch int8 changing moves (a broken-calibration case)."""
+    fp32 = onnx_bytes(new_model(SMALL, seed=0).eval(), ModelMetadata())
+    broken = replace(positions, calibration=np.zeros_like(positions.calibration[:8]))  # all-zero planes
+    _, report = quantize_with_gate(fp32, broken, replace(FAST, keep_fp32="none"))
+    assert not report.accepted and "top-1 agreement" in report.reason
+
+
+def test_layer_nodes_split_stem_trunk_heads():
+    graph = prepare(onnx_bytes(new_model(SMALL, seed=0), ModelMetadata())).graph
+    layers = layer_nodes(graph)
+    assert any(n.startswith("/stem") for n in layers["stem"]) and not any("/tower" in n for n in layers["stem"])
+    assert {n for n in layers["heads"] if "Conv" in n or "Gemm" in n} == {
+        n.name for n in graph.node if n.op_type in ("Conv", "Gemm") and n.name.startswith(("/policy", "/value"))}
+    assert layers["stem+heads"] == layers["stem"] | layers["heads"]
+
+
+def test_metadata_round_trip_and_on_demand_freshness(model_file, caplog):
+    target = int8_path(model_file)
+    assert target.name == "net.int8.onnx" and target.parent == model_file.parent
+    if target.exists():
+        target.unlink()
+    with caplog.at_level(logging.INFO, logger="dlzero.int8"):
+        assert ensure_int8(model_file, FAST) == target  # made on demand
+    assert any("int8 accepted" in r.getMessage() for r in caplog.records)
+    report = stored_report(target)
+    assert report.accepted and report.settings["calibration"] == "minmax"
+    assert report.calibration.startswith("random games")  # a bare model file: the fallback positions
+    stamp = target.stat().st_mtime_ns
+    ensure_int8(model_file, FAST)
+    assert target.stat().st_mtime_ns == stamp  # fresh: not remade
+    ensure_int8(model_file, replace(FAST, calibration="percentile"))
+    assert stored_report(target).settings["calibration"] == "percentile"  # other settings: remade
+    older = model_file.stat().st_mtime - 10
+    os.utime(target, (older, older))  # the model is now newer than its int8 file
+    ensure_int8(model_file, replace(FAST, calibration="percentile"))
+    assert target.stat().st_mtime >= model_file.stat().st_mtime  # remade
+
+
+def test_loader_uses_int8_or_its_fp32_fallback(model_file, positions, caplog):
+    cfg = InferenceConfig(backend="auto", device="cpu", precision="int8", quantize=FAST)
+    ev = load_model(model_file, cfg)
+    assert isinstance(ev, OnnxEvaluator) and ev.quant_report.accepted and ev.describe().endswith("int8")
+    p0, v0 = _fp32_outputs(model_file, positions.holdout)
+    p, v = ev.evaluate(positions.holdout)
+    assert not np.array_equal(v, v0) and np.abs(v - v0).mean() <= FAST.max_value_error
+
+    with caplog.at_level(logging.WARNING, logger="dlzero.int8"):
+        fallback = load_model(model_file, replace(cfg, quantize=IMPOSSIBLE))
+    assert not fallback.quant_report.accepted
+    assert any("int8 rejected, running fp32" in r.getMessage() for r in caplog.records)
+    p, v = fallback.evaluate(positions.holdout)
+    np.testing.assert_allclose(v, v0, atol=1e-6)
+    np.testing.assert_allclose(p, p0, atol=1e-5)
+
+
+def test_int8_on_torch_is_a_clear_error(model_file):
+    with pytest.raises(BackendError, match="int8 runs on onnxruntime"):
+        load_model(model_file, InferenceConfig(backend="torch", device="cpu", precision="int8", quantize=FAST))
+
+
+def _game_from_own_start(rng: random.Random) -> GameRecord:
+    """A random game from its own random start position, so no two games share a position."""
+    board = cshogi.Board()
+    for _ in range(12):
+        board.push(rng.choice(list(board.legal_moves)))
+    game = GameRecord.from_board(board)
+    for _ in range(30):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        move = rng.choice(legal)
+        game.moves.append(MoveRecord(move & 0xFFFF, 0, np.array([[move & 0xFFFF, 10]], np.uint16)))
+        board.push(move)
+    return game
+
+
+def test_run_model_calibrates_on_its_own_selfplay_with_separate_games(tmp_path):
+    cfg = Config()
+    cfg.model = SMALL
+    rd = RunDir.create(tmp_path / "run", cfg)
+    save_model(_confident_model(), rd.model_path(0), ModelMetadata(generation=0))
+    rng = random.Random(1)
+    shards = []
+    for i in range(2):
+        shards.append(rd.data_dir_for(0) / f"shard-{i}.hcpe3")
+        write_hcpe3(shards[-1], [_game_from_own_start(rng) for _ in range(6)])
+    data = calibration_for(rd.model_path(0), FAST)
+    assert data.source.startswith("self-play: 12 games in 2 shard(s)")
+    assert len(data.calibration) == FAST.calibration_positions and len(data.holdout) == FAST.holdout_positions
+    # the gate's positions come from other games: no hold-out position is a calibration position
+    cal = {row.tobytes() for row in data.calibration}
+    assert not any(row.tobytes() in cal for row in data.holdout)
+    # same shards read directly give the same split (deterministic), and a lone game cannot be split
+    again = from_shards(sorted(shards, key=lambda p: p.stat().st_mtime, reverse=True), 64, 128)
+    assert {r.tobytes() for r in again.calibration} == cal
+    target, report = make_int8(rd.model_path(0), FAST, data=data)
+    assert target == rd.models_dir / "gen-0000.int8.onnx" and report.calibration == data.source
+    assert rd.generations() == [0]  # the int8 file is not mistaken for a generation
