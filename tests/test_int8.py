@@ -195,3 +195,37 @@ def test_run_model_calibrates_on_its_own_selfplay_with_separate_games(tmp_path):
     target, report = make_int8(rd.model_path(0), FAST, data=data)
     assert target == rd.models_dir / "gen-0000.int8.onnx" and report.calibration == data.source
     assert rd.generations() == [0]  # the int8 file is not mistaken for a generation
+
+
+def test_precision_switch_for_onnxruntime_providers():
+    from dlzero.inference.onnx_backend import session_precision, with_device
+
+    cpu, cuda = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert session_precision("auto", cpu) == "fp32" and session_precision("auto", cuda) == "fp16"
+    assert session_precision("int8", cpu) == "int8" and session_precision("fp16", cuda) == "fp16"
+    with pytest.raises(BackendError, match="bf16 is for the torch backend"):
+        session_precision("bf16", cuda)
+    with pytest.raises(BackendError, match="fp16 is for CUDA"):
+        session_precision("fp16", cpu)
+    trt = ["TensorrtExecutionProvider", *cuda]
+    assert with_device(trt, "cuda:1", "int8")[0] == (
+        "TensorrtExecutionProvider", {"device_id": 1, "trt_fp16_enable": True, "trt_int8_enable": True})
+    assert with_device(trt, "cuda", "fp16")[:2] == [
+        ("TensorrtExecutionProvider", {"device_id": 0, "trt_fp16_enable": True}),
+        ("CUDAExecutionProvider", {"device_id": 0})]
+
+
+def test_fp16_graph_keeps_float32_interface_and_outputs(positions):
+    from dlzero.model.export import fp16_onnx
+
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    half = fp16_onnx(fp32)
+    proto = onnx.load_from_string(half)
+    assert {i.data_type for i in proto.graph.initializer if i.name.endswith("weight")} == {onnx.TensorProto.FLOAT16}
+    cfg = InferenceConfig(device="cpu")
+    p16, v16 = OnnxEvaluator(half, cfg).evaluate(positions.holdout)  # the CPU provider runs fp16 graphs too
+    p32, v32 = OnnxEvaluator(fp32, cfg).evaluate(positions.holdout)
+    assert p16.dtype == np.float32 and v16.shape == v32.shape
+    np.testing.assert_allclose(v16, v32, atol=5e-3)
+    np.testing.assert_allclose(p16, p32, atol=5e-2)
+    assert not np.array_equal(p16, p32)  # really computed from half-precision weights
