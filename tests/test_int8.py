@@ -17,7 +17,7 @@ import torch
 
 from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig
 from dlzero.data.hcpe3 import GameRecord, MoveRecord, write_hcpe3
-from dlzero.errors import BackendError
+from dlzero.errors import BackendError, DataError
 from dlzero.inference import OnnxEvaluator, load_model
 from dlzero.inference.int8 import calibration_for, ensure_int8, int8_path, make_int8, stored_report
 from dlzero.model import ModelMetadata, new_model, save_model
@@ -229,3 +229,42 @@ def test_fp16_graph_keeps_float32_interface_and_outputs(positions):
     np.testing.assert_allclose(v16, v32, atol=5e-3)
     np.testing.assert_allclose(p16, p32, atol=5e-2)
     assert not np.array_equal(p16, p32)  # really computed from half-precision weights
+
+
+def test_export_int8_writes_both_models(model_file, tmp_path):
+    from dlzero.cli import main
+
+    out = tmp_path / "exported.onnx"
+    q = "inference.quantize"
+    rc = main(["export", str(model_file), "--out", str(out), "--int8", "--set", f"{q}.calibration=minmax",
+               "--set", f"{q}.calibration_positions=48", "--set", f"{q}.holdout_positions=96"])
+    assert rc == 0 and out.is_file()
+    report = stored_report(tmp_path / "exported.int8.onnx")
+    assert report.accepted and report.calibration_positions == 48 and report.holdout_positions == 96
+    assert stored_report(out) is None  # the fp32 export stays a plain model
+
+
+def test_bench_infer_has_an_int8_row_beside_fp32():
+    from dlzero.bench.infer import bench_inference
+
+    cfg = Config()
+    cfg.model = SMALL
+    cfg.inference = InferenceConfig(device="cpu", threads=1, quantize=replace(FAST, calibration="minmax"))
+    rows = {r["backend"]: r for r in bench_inference(["onnx", "onnx-int8"], [8], None, cfg, seconds=0.05)}
+    int8 = rows["onnx-int8"]
+    assert int8["vs_onnx_fp32"] > 0 and 0.0 <= int8["top1_vs_fp32"] <= 1.0 and int8["value_mae"] >= 0.0
+    assert "vs_onnx_fp32" not in rows["onnx"]
+
+
+def test_calibration_from_a_folder_of_records(tmp_path):
+    from dlzero.model.calibration import from_path
+
+    moves = ["+7776FU", "-3334FU", "+2726FU", "-8384FU", "+2625FU", "-8485FU", "+6978KI", "-4132KI"]
+    (tmp_path / "game.csa").write_text("V2.2\nN+a\nN-b\nPI\n+\n" + "\n".join(moves) + "\n%TORYO\n")
+    data = from_path(tmp_path, 4, 4)
+    assert data.source.startswith("records: 8 positions from 1 file(s)")
+    assert len(data.calibration) == 4 and len(data.holdout) == 4
+    assert data.holdout_legal.any(axis=1).all()  # every held-out position has legal moves to compare
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="holds no .hcpe3 shard and no CSA/KIF record"):
+        from_path(tmp_path / "empty", 4, 4)

@@ -9,7 +9,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 
-from dlzero.bench.timing import rate
+from dlzero.bench.timing import paired_rates, rate
 from dlzero.config import Config, InferenceConfig
 from dlzero.encoding import Encoder, new_batch_buffer
 from dlzero.inference import Evaluator, OnnxEvaluator, TorchEvaluator, load_model
@@ -93,7 +93,7 @@ def bench_inference(backends: list[str], batches: list[int], model_path: str | N
     boards = sample_boards(max(batches))
     planes = new_batch_buffer(max(batches))
     Encoder().encode_batch(boards, planes)
-    fp32_rate: dict[int, float] = {}  # the onnx fp32 row's rate per batch, for int8's ratio
+    fp32_onnx: Evaluator | None = None  # kept for the int8 rows' interleaved comparison
     for backend in backends:
         extra: dict = {}
         if backend == "onnx-int8":
@@ -104,14 +104,19 @@ def bench_inference(backends: list[str], batches: list[int], model_path: str | N
         for b in batches:
             x = planes[:b]
             pos_s = rate(lambda x=x, ev=ev: (ev.evaluate(x), len(x))[1], seconds)
-            if backend == "onnx":
-                fp32_rate[b] = pos_s
             ratio = {}
-            if backend == "onnx-int8" and b in fp32_rate:
-                ratio = {"vs_onnx_fp32": round(pos_s / fp32_rate[b], 2)}
+            if backend == "onnx-int8" and fp32_onnx is not None:
+                fp, q = paired_rates(lambda x=x, ref=fp32_onnx: (ref.evaluate(x), len(x))[1],
+                                     lambda x=x, ev=ev: (ev.evaluate(x), len(x))[1], seconds)
+                ratio = {"vs_onnx_fp32": round(q / fp, 2)}
             yield {"backend": backend, "batch": b, "positions_per_s": round(pos_s, 1),
                    "ms_per_batch": round(1000.0 * b / pos_s, 3), "describe": ev.describe(), **extra, **ratio}
-        ev.close()
+        if backend == "onnx" and fp32_onnx is None:
+            fp32_onnx = ev
+        else:
+            ev.close()
+    if fp32_onnx is not None:
+        fp32_onnx.close()
 
 
 def encoded_sample(n: int, seed: int = 0) -> np.ndarray:

@@ -30,7 +30,7 @@ def register(sub) -> None:
     pi.add_argument("--backend", dest="backends", type=_names, default=["torch-eager", "torch", "onnx", "onnx-int8"],
                     help="comma-separated backends: torch-eager (no graph optimisation), torch, onnx, onnx-int8 "
                          "(quantized with inference.quantize.*, whatever its accuracy; the row gives top-1 "
-                         "agreement with fp32 and the speed ratio to the onnx row)")
+                         "agreement with fp32 and its speed ratio to onnx fp32, timed interleaved)")
     pi.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
     pi.add_argument("--json", action="store_true", help="one JSON object per line")
     pi.set_defaults(func=run_infer)

@@ -86,8 +86,9 @@ def from_shards(paths: Iterable[Path], n_cal: int, n_hold: int, seed: int = 0) -
     paths = list(paths)
     games = [g for p in paths for g in read_hcpe3(p) if g.moves]
     if len(games) < 2:
-        raise DataError(f"{len(paths)} shard(s) hold {len(games)} game(s): too few to calibrate and check "
-                        "on separate games")
+        raise DataError(str(paths[0].parent if paths else "<no shards>"), None,
+                        f"{len(paths)} shard(s) hold {len(games)} game(s): too few to calibrate and check on "
+                        "separate games")
     cal_games, hold_games = _split_games(games, n_cal, n_hold, seed)
     rng = random.Random(seed)
     cal, _ = _encode(_boards_from_hcpe3_games(cal_games, n_cal, rng))
@@ -104,7 +105,7 @@ def from_hcpe(path: Path, n_cal: int, n_hold: int, seed: int = 0, label: str = "
     """
     records = read_hcpe(path)
     if len(records) < 2:
-        raise DataError(f"{path}: {len(records)} position(s), too few to calibrate and check")
+        raise DataError(str(path), None, f"{len(records)} position(s), too few to calibrate and check")
     cut = len(records) * n_cal // (n_cal + n_hold)
     rng = np.random.default_rng(seed)
 
@@ -129,7 +130,7 @@ def from_records(folder: Path, n_cal: int, n_hold: int, seed: int = 0) -> Calibr
         out = Path(tmp) / "records.hcpe"
         report = import_records([str(folder)], str(out), progress=False)
         if not out.is_file():
-            raise DataError(f"{folder}: no usable game record (CSA/KIF) found to calibrate on")
+            raise DataError(str(folder), None, "no usable game record (CSA/KIF) found to calibrate on")
         return from_hcpe(out, n_cal, n_hold, seed,
                          label=f"records: {report.positions} positions from {len(report.imported)} file(s) "
                                f"under {folder}")
@@ -168,14 +169,14 @@ def from_path(path: str | Path, n_cal: int, n_hold: int, seed: int = 0) -> Calib
             return from_shards(shards, n_cal, n_hold, seed)
         if any(q.suffix.lower() in RECORD_SUFFIXES for q in p.rglob("*")):
             return from_records(p, n_cal, n_hold, seed)
-        raise DataError(f"calibration folder '{p}' holds no .hcpe3 shard and no CSA/KIF record")
+        raise DataError(str(p), None, "calibration folder holds no .hcpe3 shard and no CSA/KIF record")
     if not p.is_file():
-        raise DataError(f"calibration data '{p}' does not exist")
+        raise DataError(str(p), None, "calibration data does not exist")
     if p.suffix == ".hcpe3":
         return from_shards([p], n_cal, n_hold, seed)
     if p.suffix == ".hcpe":
         return from_hcpe(p, n_cal, n_hold, seed)
     if p.suffix.lower() in RECORD_SUFFIXES:
         return from_records(p, n_cal, n_hold, seed)
-    raise DataError(f"calibration data '{p}': expected an .hcpe3 shard, an .hcpe file, a CSA/KIF record or a "
-                    "folder of them")
+    raise DataError(str(p), None, "calibration data must be an .hcpe3 shard, an .hcpe file, a CSA/KIF record "
+                    "or a folder of them")
