@@ -122,9 +122,8 @@ def load_int8(model: str | Path, cfg: InferenceConfig):
     if cfg.backend == "torch":
         raise BackendError("precision int8 runs on onnxruntime: use backend onnx (or auto), not torch")
     path = ensure_int8(model, cfg.quantize)
-    report = stored_report(path)
     evaluator = OnnxEvaluator(path, replace(cfg, backend="onnx"))
-    evaluator.quant_report = report
+    report = evaluator.quant_report
     if report is not None and not report.accepted:
         log.warning("%s: %s", path, report.summary())
     return evaluator

@@ -254,7 +254,7 @@ def quantize_with_gate(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig,
     report = QuantReport(accepted=False, reason="", calibration=data.source,
                          calibration_positions=len(data.calibration), holdout_positions=len(data.holdout),
                          settings=asdict(cfg))
-    best: tuple[Accuracy, str] | None = None  # the most accurate attempt, for the rejection message
+    best: tuple[Accuracy, str] | None = None  # the most accurate attempt and its recipe, for the rejection message
     for level in _recipes(cfg):
         passing: list[tuple[Accuracy, str, str, bytes]] = []
         for method, keep in level:
@@ -268,7 +268,7 @@ def quantize_with_gate(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig,
             if ok:
                 passing.append((acc, method, keep, model))
             if best is None or (acc.top1, -acc.value_mae) > (best[0].top1, -best[0].value_mae):
-                best = (acc, method)
+                best = (acc, f"{method} calibration, fp32 kept: {keep}")
         if passing:
             acc, method, keep, model = max(passing, key=lambda t: (t[0].top1, -t[0].value_mae))
             report.accepted, report.method, report.keep_fp32, report.accuracy = True, method, keep, acc
@@ -277,7 +277,7 @@ def quantize_with_gate(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig,
     assert best is not None
     report.accuracy = best[0]
     report.reason = (f"no recipe passed the accuracy gate; the best of {len(report.attempts)} tried "
-                     f"({best[1]} calibration) had {_why_not(best[0], cfg)}")
+                     f"({best[1]}) had {_why_not(best[0], cfg)}")
     return with_metadata(fp32, {QUANT_KEY: report.to_json()}), report
 
 
