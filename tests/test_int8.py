@@ -269,3 +269,16 @@ def test_calibration_from_a_folder_of_records(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="holds no .hcpe3 shard and no CSA/KIF record"):
         from_path(tmp_path / "empty", 4, 4)
+
+
+def test_bench_selfplay_compares_precisions_in_one_run():
+    from dlzero.bench.selfplay import bench_selfplay
+
+    cfg = Config()
+    cfg.model = SMALL
+    cfg.inference = InferenceConfig(device="cpu", threads=1, quantize=replace(FAST, calibration="minmax"))
+    cfg.selfplay = replace(cfg.selfplay, playouts=4, cheap_playouts=2)
+    rows = list(bench_selfplay(cfg, [2], moves=4, precisions=["fp32", "int8"], rounds=2))
+    assert [(r["precision"], r["parallel"]) for r in rows] == [("fp32", 2), ("int8", 2)]
+    assert "vs_first" not in rows[0] and rows[1]["vs_first"] > 0
+    assert all(r["positions_per_s"] > 0 for r in rows)

@@ -41,6 +41,11 @@ def register(sub) -> None:
     add_inference_args(pself)
     pself.add_argument("--parallel", type=_ints, default=[1, 16, 64, 256], help="comma-separated G values")
     pself.add_argument("--moves", type=int, default=20, help="lockstep steps (plies per game slot) per G")
+    pself.add_argument("--precisions", type=_names, default=None,
+                       help="comma-separated precisions to compare in one run, e.g. fp32,int8 (default: "
+                            "inference.precision)")
+    pself.add_argument("--rounds", type=int, default=1,
+                       help="with several precisions: alternate them this many times per G (fairer on a busy machine)")
     pself.add_argument("--json", action="store_true", help="one JSON object per line")
     pself.set_defaults(func=run_selfplay)
 
@@ -130,7 +135,7 @@ def run_selfplay(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     backend = args.backend if args.backend not in (None, "auto") else "onnx"
     _print_cpu(args.json)
-    rows = bench_selfplay(cfg, args.parallel, args.moves, backend)
-    _print_rows(rows, args.json, ["config", "parallel", "positions_per_s", "games_per_hour", "game_length",
-                                  "eval_share"])
+    rows = bench_selfplay(cfg, args.parallel, args.moves, backend, precisions=args.precisions, rounds=args.rounds)
+    _print_rows(rows, args.json, ["config", "precision", "parallel", "positions_per_s", "vs_first", "games_per_hour",
+                                  "game_length", "eval_share"])
     return 0
