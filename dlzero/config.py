@@ -75,7 +75,7 @@ class QuantizeConfig:
     keep_fp32: str = _field("auto", _one_of("auto", "none", "stem", "heads", "stem+heads"),
                             "layers left in fp32; auto: none, then heads, stem, stem+heads until the gate passes")
     activations: str = _field("uint8", _one_of("uint8", "int8"), "activation type (weights: int8 per channel)")
-    calibration_positions: int = _field(256, _positive, "positions that set the activation ranges")
+    calibration_positions: int = _field(1024, _positive, "positions that set the activation ranges")
     holdout_positions: int = _field(512, _positive, "other positions (other games) the gate measures on")
     shards: int = _field(16, _positive, "newest self-play shards of the run to draw positions from")
     data: str = _field("", None, "positions when the model is not in a run: hcpe3/hcpe file, shard folder or "
