@@ -18,4 +18,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "selfplay",
     "gate",
     "train",
+    "dashboard",
 )
