@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
@@ -84,20 +85,23 @@ def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
             print("  ".join(f"{row.get(c, ''):>16}" for c in columns), flush=True)
 
 
-def _print_cpu(as_json: bool) -> None:
-    """The CPU's int8-relevant flags, printed beside the figures (int8 speed depends on VNNI)."""
+def _with_cpu(rows: Iterable[dict], as_json: bool) -> Iterable[dict]:
+    """The CPU's int8-relevant flags beside the figures (int8 speed depends on VNNI): a line above the
+    table, or a `cpu_flags` field in every JSON row (so each row is self-contained)."""
     from dlzero.bench.infer import cpu_flags
 
     flags = cpu_flags()
-    print(json.dumps({"cpu_flags": flags}) if as_json else f"cpu flags: {flags}", flush=True)
+    if not as_json:
+        print(f"cpu flags: {flags}", flush=True)
+        return rows
+    return ({**row, "cpu_flags": flags} for row in rows)
 
 
 def run_infer(args: argparse.Namespace) -> int:
     from dlzero.bench.infer import bench_encoder, bench_inference
 
     cfg = config_from_args(args)
-    _print_cpu(args.json)
-    rows = bench_inference(args.backends, args.batch, args.model, cfg, args.seconds)
+    rows = _with_cpu(bench_inference(args.backends, args.batch, args.model, cfg, args.seconds), args.json)
     _print_rows(rows, args.json, ["backend", "batch", "positions_per_s", "ms_per_batch", "vs_onnx_fp32",
                                   "top1_vs_fp32", "value_mae"])
     enc = bench_encoder()
@@ -134,8 +138,8 @@ def run_selfplay(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     backend = args.backend if args.backend not in (None, "auto") else "onnx"
-    _print_cpu(args.json)
-    rows = bench_selfplay(cfg, args.parallel, args.moves, backend, precisions=args.precisions, rounds=args.rounds)
+    rows = _with_cpu(bench_selfplay(cfg, args.parallel, args.moves, backend, precisions=args.precisions,
+                                    rounds=args.rounds), args.json)
     _print_rows(rows, args.json, ["config", "precision", "parallel", "positions_per_s", "vs_first", "games_per_hour",
                                   "game_length", "eval_share"])
     return 0
