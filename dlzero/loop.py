@@ -41,9 +41,10 @@ class LoopState:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
+    from selfplay.bootstrap import ensure_best_model
     from selfplay.plots import plot_progress
     from selfplay.promotion import gate_and_promote
-    from selfplay.worker import ensure_best_model, run_selfplay
+    from selfplay.session import run_selfplay
     from train.generation import train_generation
 
     ensure_best_model(rd, cfg, cfg.train.seed)
@@ -67,7 +68,8 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             state.phase = "gate"
             state.save(rd)
         if state.phase == "gate":
-            gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False)
+            gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False,
+                                    parallel=cfg.gate.games_in_parallel)
             plot_progress(rd)
             minutes = (time.perf_counter() - t0) / 60.0
             verdict = "promoted" if gate.promoted else "kept best"

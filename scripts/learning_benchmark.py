@@ -41,7 +41,7 @@ def run_loop(run: Path, minutes: float, extra: list[str]) -> None:
 def measure(run: Path, games: int, playouts: int) -> None:
     from dlzero.config import InferenceConfig
     from dlzero.inference import load_model
-    from dlzero.rundir import RunDir
+    from dlzero.rundir import RunDir, generation_name
     from selfplay.arena import RANDOM, play_match
     from selfplay.plots import plot_progress
 
@@ -54,7 +54,7 @@ def measure(run: Path, games: int, playouts: int) -> None:
     print(f"best model: generation {best.generation} ({best.model})")
     for name, opponent in (("generation 0", gen0), ("random mover", RANDOM)):
         result = play_match(best_ev, opponent, games, cfg, playouts=playouts, parallel=min(games, 20),
-                            names=(f"gen-{best.generation:04d}", name))
+                            names=(generation_name(best.generation), name))
         elo, low, high = result.elo()
         print(f"vs {name}: {result.wins}-{result.draws}-{result.losses} "
               f"(win rate {result.wins / max(1, games):.1%}, score {result.score:.3f}), "
