@@ -282,3 +282,22 @@ def test_bench_selfplay_compares_precisions_in_one_run():
     assert [(r["precision"], r["parallel"]) for r in rows] == [("fp32", 2), ("int8", 2)]
     assert "vs_first" not in rows[0] and rows[1]["vs_first"] > 0
     assert all(r["positions_per_s"] > 0 for r in rows)
+
+
+def test_selfplay_command_plays_with_the_int8_model(tmp_path):
+    from dlzero.cli import main
+    from dlzero.data.hcpe3 import read_hcpe3
+
+    q = "inference.quantize"
+    sets = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=onnx",
+            "inference.threads=1", "selfplay.playouts=4", "selfplay.cheap_playouts=2", "selfplay.max_moves=20",
+            "selfplay.games_in_parallel=2", f"{q}.calibration=minmax", f"{q}.keep_fp32=none",
+            f"{q}.calibration_positions=32", f"{q}.holdout_positions=64"]
+    run = tmp_path / "run"
+    rc = main(["selfplay", "--run", str(run), "--games", "2", "--workers", "1", "--precision", "int8", "--quiet",
+               *[a for s in sets for a in ("--set", s)]])
+    assert rc == 0
+    rd = RunDir.open(run)
+    report = stored_report(rd.models_dir / "gen-0000.int8.onnx")  # made once, before the workers started
+    assert report is not None and report.settings["calibration"] == "minmax"
+    assert sum(len(read_hcpe3(p)) for p in rd.shards()) == 2

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     if cfg.inference.precision == "int8":  # once here, not in every worker
         from dlzero.inference.int8 import ensure_int8
-        from selfplay.worker import ensure_best_model
+        from selfplay.bootstrap import ensure_best_model
 
         ensure_best_model(rd, cfg, args.seed)
         ensure_int8(rd.best_model_path(), cfg.inference.quantize)
