@@ -86,6 +86,8 @@ def fp16_onnx(model: bytes) -> bytes:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == onnx.TensorProto.FLOAT:
                 attr.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(attr.t).astype(np.float16)))
+            elif node.op_type == "Cast" and attr.name == "to" and attr.i == onnx.TensorProto.FLOAT:
+                attr.i = onnx.TensorProto.FLOAT16  # e.g. the value head's cast to float32 (kept for AMP)
     renamed = {graph.input[0].name: graph.input[0].name + "_fp16"}
     renamed.update({out.name: out.name + "_fp16" for out in graph.output})
     for node in graph.node:

@@ -182,7 +182,7 @@ def _ancestors(graph: onnx.GraphProto, tensor: str) -> set[str]:
 def layer_nodes(graph: onnx.GraphProto) -> dict[str, set[str]]:
     """Node names of the stem (everything before the first residual block) and of the heads (everything
     after the last one), found from the graph's shape, so renamed modules do not silently break it."""
-    tower = [n for n in graph.node if n.name.startswith("/tower/")]
+    tower = [n for n in graph.node if "/tower/" in n.name]
     if not tower:
         raise ValueError("cannot find the residual tower (nodes named /tower/...) in the ONNX graph")
     first_input = tower[0].input[0]
