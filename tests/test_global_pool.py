@@ -154,3 +154,19 @@ def test_training_checkpoint_from_before_the_key_still_resumes(tmp_path):
     assert load_checkpoint(tmp_path / "old.pt", PLAIN)["model_config"] == payload["model_config"]
     with pytest.raises(ModelFileError, match="another network"):
         load_checkpoint(tmp_path / "old.pt", POOLED)
+
+
+def test_pooled_net_survives_fp16_and_int8_graphs():
+    """The ONNX rewrites the engine may use (fp16 for CUDA, int8 QDQ) handle ReduceMean/ReduceMax/Gemm."""
+    from dlzero.model.export import fp16_onnx, onnx_bytes
+    from dlzero.model.quantize import outputs, prepare, quantize, session
+
+    model = _trained_like(POOLED)
+    x = _positions()
+    with torch.no_grad():
+        p0, v0 = model(torch.from_numpy(x))
+    fp32 = onnx_bytes(model, ModelMetadata())
+    for graph, tol in ((fp16_onnx(fp32), 1e-2), (quantize(prepare(fp32), x, "minmax"), 5e-2)):
+        p, v = outputs(session(graph), x)
+        np.testing.assert_allclose(p, p0.numpy(), rtol=0, atol=tol)
+        np.testing.assert_allclose(v, v0.numpy(), rtol=0, atol=tol)
