@@ -17,5 +17,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analyze",
     "selfplay",
     "gate",
+    "rate",
     "train",
 )
