@@ -4,6 +4,10 @@ Progress is kept in `runs/NAME/loop.json` (written atomically after each phase),
 crash at any point and the same command again continues where it stopped: a finished phase is
 never redone, the trainer resumes from its checkpoint, and self-play only tops up the games the
 current iteration still lacks.
+
+With `rate.loop`, a promoted candidate is also rated against the anchor pool (`dlzero rate`, topped
+up to `rate.games` per pairing, every `rate.every`-th promotion), so `progress.png` and
+`metrics/elo.csv` follow the run on the anchored scale.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dlzero.rundir import RunDir
 
 log = logging.getLogger("dlzero.loop")
 
-PHASES = ("selfplay", "train", "gate")
+PHASES = ("selfplay", "train", "gate", "rate")
 
 
 @dataclass
@@ -40,7 +44,8 @@ class LoopState:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
-    from selfplay.plots import plot_progress
+    from dlzero.gating.rating import promoted_generations, rate
+    from dlzero.metrics.plots import plot_progress
     from selfplay.promotion import gate_and_promote
     from selfplay.worker import ensure_best_model, run_selfplay
     from train.generation import train_generation
@@ -65,12 +70,23 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             state.save(rd)
         if state.phase == "gate":
             gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False)
-            plot_progress(rd)
             minutes = (time.perf_counter() - t0) / 60.0
             verdict = "promoted" if gate.promoted else "kept best"
             print(f"[iteration {state.iteration}] candidate gen {state.candidate} vs best gen "
                   f"{best.generation}: {gate.wins}-{gate.draws}-{gate.losses}, score {gate.score:.3f}, "
                   f"Elo {gate.elo:+.0f} [{gate.elo_low:+.0f}, {gate.elo_high:+.0f}] -> {verdict} "
                   f"({minutes:.1f} min)", flush=True)
+            state.phase = "rate"
+            state.save(rd)
+        if state.phase == "rate":
+            best_now = rd.best()
+            promoted = best_now is not None and best_now.generation == state.candidate
+            if cfg.rate.loop and promoted and (len(promoted_generations(rd)) - 1) % cfg.rate.every == 0:
+                rated = rate(rd, cfg, [state.candidate], progress=progress).ratings
+                mine = rated.by_player().get(f"gen-{state.candidate:04d}") if rated else None
+                if mine is not None:
+                    print(f"[iteration {state.iteration}] gen {state.candidate} anchored Elo {mine.elo:+.0f} "
+                          f"[{mine.elo_low:+.0f}, {mine.elo_high:+.0f}] over {mine.games} games", flush=True)
+            plot_progress(rd)
             state = LoopState(iteration=state.iteration + 1)
             state.save(rd)

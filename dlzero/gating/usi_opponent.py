@@ -48,6 +48,7 @@ class UsiOpponent:
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=20)
+        self._ready = False  # the handshake completed: the engine can be asked to quit politely
 
     # -- process --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -66,6 +67,7 @@ class UsiOpponent:
         self._send("isready")
         self._wait_for("readyok")
         self._send("usinewgame")
+        self._ready = True
 
     def _pump(self, stream, lines: queue.Queue | None) -> None:
         for line in stream:
@@ -102,10 +104,15 @@ class UsiOpponent:
                 return line
 
     def close(self) -> None:
-        """Ask the engine to quit; kill it if it does not within a few seconds."""
+        """Ask the engine to quit; kill it if it does not within a few seconds (or never got ready)."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if not self._ready:
+            proc.kill()
+            proc.wait()
+            return
+        self._ready = False
         try:
             proc.stdin.write("quit\n")
             proc.stdin.flush()
