@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dlzero.config import Config
-from dlzero.rundir import RunDir
 from dlzero.metrics.plots import anchored_series, elo_chain, loss_series, plot_progress
+from dlzero.rundir import RunDir
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -267,8 +267,8 @@ def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int
 
 def _stored(game: GameRecord, a: str, b: str) -> dict[str, Any]:
     winner = None if game.winner is None else ("black" if game.winner == cshogi.BLACK else "white")
-    return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a, "winner": winner,
-            "reason": game.reason, "plies": len(game.moves), "start_sfen": game.start_sfen,
+    return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
+            "winner": winner, "reason": game.reason, "plies": len(game.moves), "start_sfen": game.start_sfen,
             "opening_plies": game.opening_plies, "moves": " ".join(cshogi.move_to_usi(m) for m in game.moves)}
 
 
