@@ -94,3 +94,16 @@ def test_material_and_gain_agree():
             board.push(move)
             assert material(board) == -(before + move_gain(move))
     assert {(True, False, False), (False, True, False), (False, False, True), (True, True, False)} <= kinds
+
+
+def test_bench_reports_speed_and_results_against_random():
+    from dlzero.bench.alphabeta import bench_alphabeta
+    from dlzero.config import Config
+
+    cfg = Config()
+    cfg.gate.max_moves = 40
+    (row,) = bench_alphabeta(cfg, [50], games=2)
+    assert row["rung"] == "alphabeta:50" and row["games"] == 2
+    wins, draws, losses = map(int, row["wdl_vs_random"].split("-"))
+    assert wins + draws + losses == 2 and row["score"] == (wins + draws / 2) / 2
+    assert row["nodes_per_s"] > 0 and row["ms_per_move"] > 0 and 0 < row["mean_plies"] <= 40

@@ -192,3 +192,14 @@ def test_outside_engine_failures_are_clear():
     with pytest.raises(UsiEngineError, match="no 'usiok' within 0.5 s"):
         mute.start()
     mute.close()
+
+
+def test_random_mover_is_seeded_and_legal():
+    boards = [cshogi.Board(), cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 b R 1")]
+    first = [RandomMover(3).choose(boards) for _ in range(2)]
+    assert first[0] == first[1]
+    assert all(b.is_legal(m) for b, m in zip(boards, first[0], strict=True))
+    mated = cshogi.Board("4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")
+    assert not list(mated.legal_moves) and RandomMover().choose([mated]) == [None]
+    picks = {RandomMover(s).choose([cshogi.Board()])[0] for s in range(20)}
+    assert len(picks) > 5  # it really varies with the seed

@@ -1,4 +1,4 @@
-"""`dlzero bench infer|search|selfplay|server`: figures for every speed target, as a table or JSON lines."""
+"""`dlzero bench infer|search|selfplay|server|alphabeta`: figures for every speed target, as a table or JSON lines."""
 
 from __future__ import annotations
 
@@ -64,6 +64,25 @@ def register(sub) -> None:
     ps.add_argument("--playouts", type=int, default=2000, help="playouts per measurement (one tree)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
+    _register_alphabeta(bsub)
+
+
+def _register_alphabeta(bsub) -> None:
+    pa = bsub.add_parser("alphabeta", help="the alpha-beta anchor: positions/s, ms per move, games vs random")
+    add_config_args(pa)
+    pa.add_argument("--nodes", type=_ints, default=[100, 1000, 10000], help="comma-separated node budgets")
+    pa.add_argument("--games", type=int, default=20, help="games of each rung against the random mover")
+    pa.add_argument("--json", action="store_true", help="one JSON object per line")
+    pa.set_defaults(func=run_alphabeta)
+
+
+def run_alphabeta(args: argparse.Namespace) -> int:
+    from dlzero.bench.alphabeta import bench_alphabeta
+
+    rows = bench_alphabeta(config_from_args(args), args.nodes, args.games)
+    _print_rows(rows, args.json, ["rung", "games", "wdl_vs_random", "score", "elo_vs_random", "nodes_per_s",
+                                  "ms_per_move", "mean_plies"])
+    return 0
 
 
 def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
