@@ -15,7 +15,10 @@ settings differ from the current ones (another playout count is another player) 
 counted in the report.
 
 The fit (`dlzero.gating.elo_fit`) pins `random` at 0. `metrics/elo.csv` gets one row per rated player
-(`ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it.
+(`ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for
+players that are not models of the run; `anchor` is 1 for members of the anchor pool (so `gen-0000`, when
+it is an anchor, has generation 0 and anchor 1); `wall_seconds` is the time from the run's first model's
+creation to this model's (checkpoint metadata, else file time), empty for non-models.
 """
 
 from __future__ import annotations
