@@ -96,14 +96,16 @@ def test_material_and_gain_agree():
     assert {(True, False, False), (False, True, False), (False, False, True), (True, True, False)} <= kinds
 
 
-def test_bench_reports_speed_and_results_against_random():
+def test_bench_reports_speed_and_results():
     from dlzero.bench.alphabeta import bench_alphabeta
     from dlzero.config import Config
 
     cfg = Config()
     cfg.gate.max_moves = 40
-    (row,) = bench_alphabeta(cfg, [50], games=2)
-    assert row["rung"] == "alphabeta:50" and row["games"] == 2
-    wins, draws, losses = map(int, row["wdl_vs_random"].split("-"))
-    assert wins + draws + losses == 2 and row["score"] == (wins + draws / 2) / 2
-    assert row["nodes_per_s"] > 0 and row["ms_per_move"] > 0 and 0 < row["mean_plies"] <= 40
+    low, high = bench_alphabeta(cfg, [20, 200], games=2)
+    assert (low["rung"], high["rung"]) == ("alphabeta:20", "alphabeta:200")
+    for row in (low, high):
+        assert sum(map(int, row["wdl_vs_random"].split("-"))) == 2
+        assert row["nodes_per_s"] > 0 and row["ms_per_move"] > 0 and 0 < row["mean_plies"] <= 40
+        assert row["elo"].count("[") == 1
+    assert low["wdl_vs_previous"] == "" and sum(map(int, high["wdl_vs_previous"].split("-"))) == 2

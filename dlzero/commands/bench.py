@@ -68,10 +68,12 @@ def register(sub) -> None:
 
 
 def _register_alphabeta(bsub) -> None:
-    pa = bsub.add_parser("alphabeta", help="the alpha-beta anchor: positions/s, ms per move, games vs random")
+    pa = bsub.add_parser("alphabeta", help="the alpha-beta anchor: positions/s, ms per move, "
+                         "games against random and the rung before")
     add_config_args(pa)
     pa.add_argument("--nodes", type=_ints, default=[100, 1000, 10000], help="comma-separated node budgets")
-    pa.add_argument("--games", type=int, default=20, help="games of each rung against the random mover")
+    pa.add_argument("--games", type=int, default=20,
+                    help="games of each rung against random and against the rung before")
     pa.add_argument("--json", action="store_true", help="one JSON object per line")
     pa.set_defaults(func=run_alphabeta)
 
@@ -80,8 +82,8 @@ def run_alphabeta(args: argparse.Namespace) -> int:
     from dlzero.bench.alphabeta import bench_alphabeta
 
     rows = bench_alphabeta(config_from_args(args), args.nodes, args.games)
-    _print_rows(rows, args.json, ["rung", "games", "wdl_vs_random", "score", "elo_vs_random", "nodes_per_s",
-                                  "ms_per_move", "mean_plies"])
+    _print_rows(rows, args.json, ["rung", "wdl_vs_random", "wdl_vs_previous", "elo", "nodes_per_s", "ms_per_move",
+                                  "mean_plies"])
     return 0
 
 
