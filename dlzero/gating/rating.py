@@ -32,7 +32,7 @@ import logging
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,8 +306,7 @@ class _Sides:
 
 
 def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iterable[str] = (),
-         progress: bool = True, parallel: int | None = None,
-         on_batch: Callable[[str, str, MatchResult], None] | None = None) -> RateReport:
+         progress: bool = True) -> RateReport:
     """Top up every pairing of `generations` (and the anchor ladder), then refit all stored games."""
     engines = engines_from(cfg, engine_specs)
     anchors = list(cfg.rate.anchors)
@@ -347,12 +346,10 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
 
             rating_dir(rd).mkdir(parents=True, exist_ok=True)
             result = play_match(sides.get(a, seed), sides.get(b, seed + 1), need, cfg, playouts=cfg.rate.playouts,
-                                parallel=min(need, parallel or cfg.rate.parallel), openings=lines, seed=seed,
+                                parallel=min(need, cfg.rate.parallel), openings=lines, seed=seed,
                                 names=(a, b), on_game=on_game)
             played += result.n_games
             log.info("%s vs %s: +%d =%d -%d", a, b, result.wins, result.draws, result.losses)
-            if on_batch:
-                on_batch(a, b, result)
             sides.release({x for pair in todo[n + 1:] for x in pair[:2]})
     finally:
         bar.close()
