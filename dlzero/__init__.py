@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from dlzero.encoding import encode_position, move_to_label
+from dlzero.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["Engine", "__version__", "encode_position", "load_model", "move_to_label"]
 
 

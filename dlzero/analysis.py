@@ -126,8 +126,7 @@ class AnalysisEngine:
             search = self._search(key, members[0][1].search)
             trees = [Tree(q.board) for _, q in members]
             start = time.perf_counter()
-            per_tree = max(1, search.cfg.batch_size // len(trees))
-            search.run(trees, [q.playouts for _, q in members], leaves_per_tree=per_tree)
+            search.run(trees, [q.playouts for _, q in members], leaves_per_tree=search.cfg.leaves_per_tree)
             elapsed = time.perf_counter() - start
             for (i, q), tree in zip(members, trees, strict=True):
                 answers[i] = self._answer(q, analysis_of(tree, elapsed))

@@ -12,6 +12,7 @@ rule and the default live together.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import types
 import typing
@@ -23,8 +24,10 @@ from typing import Any
 import yaml
 
 from dlzero.errors import ConfigError
+from dlzero.game_end import DECLARATION_RULES
 
 Check = Callable[[Any], str | None]
+logger = logging.getLogger(__name__)
 
 
 def _field(default: Any, check: Check | None = None, doc: str = "") -> Any:
@@ -103,7 +106,8 @@ class InferenceConfig:
 class SearchConfig:
     """PUCT search constants (dlshogi's defaults) and search limits."""
 
-    batch_size: int = _field(64, _positive, "leaves evaluated per network call (per tree)")
+    leaves_per_tree: int = _field(64, _positive, "leaves one tree adds to each network call, kept apart by virtual "
+                                  "loss (engine, analysis, bench search); was search.batch_size")
     c_init: float = _field(1.44, _positive, "c(N) = c_init + ln((N + c_base + 1) / c_base)")
     c_base: float = _field(28288.0, _positive)
     c_init_root: float = _field(1.16, _positive)
@@ -115,6 +119,8 @@ class SearchConfig:
     draw_value_black: float = _field(0.5, _unit, "win rate of a draw for Black when Black makes the drawing move")
     draw_value_white: float = _field(0.5, _unit, "win rate of a draw for White when White makes the drawing move")
     max_moves: int = _field(512, _positive, "ply at which a game is a draw")
+    entering_king_rule: str = _field("27", _one_of(*DECLARATION_RULES),
+                                     "declaration rule: 27 (CSA, 28/27 points), 24 (31 points) or none")
     leaf_mate_depth: int = _field(3, _odd_or_zero, "mate search at new leaves (plies)")
     root_mate_depth: int = _field(7, _odd_or_zero, "mate search at the root before searching (plies)")
     node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")
@@ -130,6 +136,7 @@ class SelfplayConfig:
     """Self-play workers: games in lockstep, exploration, resignation, shards."""
 
     games_in_parallel: int = _field(32, _positive, "games each worker plays at once (G)")
+    leaves_per_tree: int = _field(1, _positive, "leaves each game's tree adds to a network call (1: no virtual loss)")
     workers: int = _field(1, _positive, "worker processes")
     playouts: int = _field(64, _positive, "playouts of a full search")
     cheap_playouts: int = _field(16, _positive, "playouts of a cheap search (playout cap randomization)")
@@ -181,6 +188,8 @@ class GateConfig:
 
     playouts: int = _field(64, _positive)
     max_games: int = _field(100, _positive)
+    games_in_parallel: int = _field(16, _positive, "games a match plays at once (one network call per side per step)")
+    leaves_per_tree: int = _field(1, _positive, "leaves each game's tree adds to a network call (as selfplay's)")
     elo0: float = _field(0.0, None, "SPRT null hypothesis (Elo)")
     elo1: float = _field(35.0, None, "SPRT alternative hypothesis (Elo)")
     alpha: float = _field(0.05, _unit)
@@ -270,6 +279,8 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
     elif typ is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, int) and not isinstance(value, bool):  # `entering_king_rule: 27`
+            return str(value)
         if value is None:
             return ""
         if isinstance(value, bool):  # YAML 1.1 reads a bare off/on as a boolean
@@ -321,9 +332,31 @@ def config_to_dict(cfg: Any) -> dict:
     return dataclasses.asdict(cfg)
 
 
+# Keys that were renamed: old dotted key -> new one. Old files still load; the value moves over
+# and a warning names the new key.
+RENAMED_KEYS = {"search.batch_size": "search.leaves_per_tree"}
+
+
+def _rename_old_keys(data: dict) -> dict:
+    """A copy of `data` with renamed keys moved to their new names (both given: an error)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for old, new in RENAMED_KEYS.items():
+        (old_sec, old_key), (new_sec, new_key) = old.split("."), new.split(".")
+        section = out.get(old_sec)
+        if not isinstance(section, dict) or old_key not in section:
+            continue
+        target = out.setdefault(new_sec, {})
+        if isinstance(target, dict) and new_key in target:
+            raise ConfigError(f"config keys '{old}' and '{new}' are the same setting: keep only '{new}'")
+        logger.warning("config key '%s' is now '%s' (leaves one tree adds to each network call); "
+                       "please rename it", old, new)
+        target[new_key] = section.pop(old_key)
+    return out
+
+
 def config_from_dict(data: dict | None) -> Config:
     """Build and validate a `Config` from plain data (e.g. a parsed YAML file)."""
-    return _build(Config, data or {}, "")
+    return _build(Config, _rename_old_keys(data or {}), "")
 
 
 def _one_line(exc: Exception) -> str:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from dlzero.config import Config
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 
 log = logging.getLogger("dlzero.loop")
 
@@ -46,8 +46,9 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
     from dlzero.gating.rating import promoted_generations, rate
     from dlzero.metrics.plots import plot_progress
+    from selfplay.bootstrap import ensure_best_model
     from selfplay.promotion import gate_and_promote
-    from selfplay.worker import ensure_best_model, run_selfplay
+    from selfplay.session import run_selfplay
     from train.generation import train_generation
 
     ensure_best_model(rd, cfg, cfg.train.seed)
@@ -69,7 +70,8 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             state.phase = "gate"
             state.save(rd)
         if state.phase == "gate":
-            gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False)
+            gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False,
+                                    parallel=cfg.gate.games_in_parallel)
             minutes = (time.perf_counter() - t0) / 60.0
             verdict = "promoted" if gate.promoted else "kept best"
             print(f"[iteration {state.iteration}] candidate gen {state.candidate} vs best gen "
@@ -83,7 +85,7 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             promoted = best_now is not None and best_now.generation == state.candidate
             if cfg.rate.loop and promoted and (len(promoted_generations(rd)) - 1) % cfg.rate.every == 0:
                 rated = rate(rd, cfg, [state.candidate], progress=progress).ratings
-                mine = rated.by_player().get(f"gen-{state.candidate:04d}") if rated else None
+                mine = rated.by_player().get(generation_name(state.candidate)) if rated else None
                 if mine is not None:
                     print(f"[iteration {state.iteration}] gen {state.candidate} anchored Elo {mine.elo:+.0f} "
                           f"[{mine.elo_low:+.0f}, {mine.elo_high:+.0f}] over {mine.games} games", flush=True)

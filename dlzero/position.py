@@ -189,3 +189,11 @@ def position_string(board: cshogi.Board, start_sfen: str | None = None) -> str:
     moves = [cshogi.move_to_usi(m) for m in board.history]
     head = "startpos" if start_sfen in (None, STARTPOS_SFEN) else f"sfen {start_sfen}"
     return head + (" moves " + " ".join(moves) if moves else "")
+
+
+def start_position(board: cshogi.Board) -> str:
+    """SFEN of the position `board`'s history starts from (the board itself is left as it was)."""
+    first = board.copy()
+    for _ in range(len(board.history)):
+        first.pop()
+    return first.sfen()

@@ -26,10 +26,18 @@ from typing import Any
 
 from dlzero.config import Config, config_from_dict, dump_config, read_yaml
 from dlzero.data.atomic import atomic_write_text
+from dlzero.data.hcpe3 import shard_glob
 from dlzero.errors import RunDirError
+from dlzero.version import __version__
 
 RUN_FORMAT_VERSION = 1
 _GEN_RE = re.compile(r"gen-(\d{4,})\.pt$")
+GENERATION_GLOB = "gen-*"
+
+
+def generation_name(generation: int) -> str:
+    """The name of a generation's model, ONNX file and data folder: `gen-0003`."""
+    return f"gen-{generation:04d}"
 
 
 @dataclass
@@ -69,7 +77,7 @@ class RunDir:
         atomic_write_text(rd.config_path, dump_config(cfg))
         info = {"format_version": RUN_FORMAT_VERSION,
                 "created": _now(),
-                "dlzero_version": _version()}
+                "dlzero_version": __version__}
         atomic_write_text(rd.info_path, json.dumps(info, indent=2) + "\n")
         return rd
 
@@ -103,14 +111,15 @@ class RunDir:
 
     # -- models ---------------------------------------------------------------------------------
     def model_path(self, generation: int) -> Path:
-        return self.models_dir / f"gen-{generation:04d}.pt"
+        return self.models_dir / f"{generation_name(generation)}.pt"
 
     def onnx_path(self, generation: int) -> Path:
-        return self.onnx_dir / f"gen-{generation:04d}.onnx"
+        return self.onnx_dir / f"{generation_name(generation)}.onnx"
 
     def generations(self) -> list[int]:
         """Generations that have a model file, ascending."""
-        return sorted(int(m.group(1)) for p in self.models_dir.glob("gen-*.pt") if (m := _GEN_RE.search(p.name)))
+        return sorted(int(m.group(1)) for p in self.models_dir.glob(f"{GENERATION_GLOB}.pt")
+                      if (m := _GEN_RE.search(p.name)))
 
     def latest_generation(self) -> int | None:
         gens = self.generations()
@@ -144,13 +153,15 @@ class RunDir:
 
     # -- data -----------------------------------------------------------------------------------
     def data_dir_for(self, generation: int) -> Path:
-        d = self.data_dir / f"gen-{generation:04d}"
+        d = self.data_dir / generation_name(generation)
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def shards(self) -> list[Path]:
-        """Every complete hcpe3 shard of the run, newest first (temp files are never listed)."""
-        shards = [p for p in self.data_dir.glob("gen-*/*.hcpe3") if not p.name.startswith(".")]
+    def shards(self, prefix: str | None = None) -> list[Path]:
+        """Every complete hcpe3 shard of the run (only `prefix`'s, if given), newest first (temp files
+        are never listed)."""
+        pattern = f"{GENERATION_GLOB}/{shard_glob(prefix)}"
+        shards = [p for p in self.data_dir.glob(pattern) if not p.name.startswith(".")]
         return sorted(shards, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
 
     def read_json(self, name: str, default: Any = None) -> Any:
@@ -166,8 +177,3 @@ class RunDir:
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
-
-def _version() -> str:
-    from dlzero import __version__
-
-    return __version__

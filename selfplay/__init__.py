@@ -1,10 +1,14 @@
-"""Self-play: G games in lockstep per process (`games`), worker processes writing hcpe3 shards (`worker`).
+"""Self-play, one module per process role: G games in lockstep (`games`), what runs inside a worker
+process (`worker`), what its parent runs to start, collect and restart workers (`parent`; Ray
+tasks: `cluster`), a session choosing between the two (`session`), and the first model (`bootstrap`).
 
-Only the CLI layer (`dlzero.commands`, the loop orchestrator) imports this package.
+Only the wiring layer (`dlzero.commands`, `dlzero.loop`, `dlzero.bench`) imports this package;
+`tests/test_layers.py` checks it.
 """
 
 from selfplay.games import FinishedGame, PlayStats, ResignController, SelfPlayGame, play_games
-from selfplay.worker import SelfplaySummary, run_selfplay
+from selfplay.parent import SelfplaySummary
+from selfplay.session import run_selfplay
 
 __all__ = [
     "FinishedGame",

@@ -10,9 +10,9 @@ opening is played once with each colour. Openings come from a file of `startpos 
 (shuffled with the seed, then taken round-robin) or a small built-in set of common first moves;
 without them two deterministic searchers would replay the same game over and over.
 
-Game end, checked after every move from the side to move's view: repetition (draw, or a loss for
-the side that gave perpetual check), no legal move (mated), the entering-king declaration
-(`is_nyugyoku`: the side to move wins), the move cap (draw), and resignation if asked for.
+Game end, checked after every move by `dlzero.game_end` with self-play's rules: repetition at the
+fourth occurrence (draw, or a loss for the side that gave perpetual check), no legal move (mated),
+the entering-king declaration (the side to move wins), the move cap (draw), and resignation.
 
 Each finished game can be written as a CSA V2.2 record, atomically, for people to replay.
 """
@@ -32,11 +32,12 @@ import numpy as np
 from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import ConfigError
+from dlzero.game_end import GameRules
+from dlzero.game_end import game_end as rules_game_end
 from dlzero.gating.sides import MoveChooser
 from dlzero.inference.base import Evaluator
-from dlzero.position import parse_position
+from dlzero.position import parse_position, start_position
 from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
-from dlzero.search.rules import REPETITION_PLIES
 from selfplay.sprt import elo_interval, sprt_decision
 
 RANDOM = "random"
@@ -155,35 +156,14 @@ def load_openings(path: str | Path | None) -> list[str]:
     return lines
 
 
-def _start_sfen(board: cshogi.Board) -> str:
-    """SFEN of the position the board's history starts from."""
-    first = board.copy()
-    for _ in range(len(board.history)):
-        first.pop()
-    return first.sfen()
-
-
-def game_end(board: cshogi.Board, max_moves: int) -> tuple[int | None, str] | None:
+def game_end(board: cshogi.Board, max_moves: int, declaration: str = "27") -> tuple[int | None, str] | None:
     """(winner, reason) if the game is over with `board`'s side to move, else None.
 
-    Same order and move cap convention as the search's leaf rules, so the search plays for the
-    outcome the arena will score. Superior/inferior repetitions are search shortcuts, not game ends.
+    The rules self-play plays by (`dlzero.game_end`: sennichite at the fourth occurrence, mate,
+    declaration, then the move cap), so the gate scores the games the way training sees them.
     """
-    us, them = board.turn, 1 - board.turn
-    rep = board.is_draw(REPETITION_PLIES)
-    if rep == cshogi.REPETITION_DRAW:
-        return None, "repetition"
-    if rep == cshogi.REPETITION_WIN:   # the opponent gave perpetual check
-        return us, "perpetual_check"
-    if rep == cshogi.REPETITION_LOSE:
-        return them, "perpetual_check"
-    if board.is_game_over():
-        return them, "mate"
-    if board.is_nyugyoku():
-        return us, "declaration"
-    if board.move_number > max_moves:
-        return None, "max_moves"
-    return None
+    verdict = rules_game_end(board, GameRules(repetitions=3, max_moves=max_moves, declaration=declaration))
+    return None if verdict is None else (verdict.winner, verdict.reason)
 
 
 @dataclass
@@ -260,14 +240,15 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                on_game: Callable[[GameRecord, MatchResult], None] | None = None) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (Evaluators or "random"), `parallel` at a time.
 
-    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap; `playouts`
+    Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap and
+    `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches); `playouts`
     defaults to `cfg.gate.playouts`, `openings` to `cfg.gate.openings` (or the built-in set). With
     `sprt`, the test (`cfg.gate` elo0/elo1/alpha/beta) runs after every finished game and the match
     stops once it decides; games still running then are dropped. Games are written as CSA files to
     `record_dir` (if given) and reported to `on_game` as they finish.
     """
     gate = cfg.gate
-    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves)
+    search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves, leaves_per_tree=gate.leaves_per_tree)
     rng = np.random.default_rng(seed)
     lines = list(openings) if openings is not None else load_openings(gate.openings)
     rng.shuffle(lines)
@@ -298,8 +279,8 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
         while len(active) < parallel and started < n_games and result.decision == "continue":
             opening = starts[(started // 2) % len(starts)]
             board = opening.copy()
-            game = _Game(started, board, _start_sfen(board), len(board.history), a_is_black=started % 2 == 0)
-            game.end = game_end(board, gate.max_moves)
+            game = _Game(started, board, start_position(board), len(board.history), a_is_black=started % 2 == 0)
+            game.end = game_end(board, gate.max_moves, cfg.search.entering_king_rule)
             active.append(game)
             started += 1
         for slot in (0, 1):
@@ -311,7 +292,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                     game.end = (1 - game.board.turn, "resign")
                     continue
                 _play_move(game, move, search_cfg.reuse_tree)
-                game.end = game_end(game.board, gate.max_moves)
+                game.end = game_end(game.board, gate.max_moves, cfg.search.entering_king_rule)
         for game in [g for g in active if g.end is not None]:
             active.remove(game)
             if result.decision == "continue":

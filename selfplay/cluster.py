@@ -27,7 +27,9 @@ from dlzero.config import Config, config_to_dict
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerAddress, start_server
 from dlzero.rundir import RunDir
-from selfplay.worker import Collector, SelfplaySummary, _split, ensure_best_model, play_worker
+from selfplay.bootstrap import ensure_best_model
+from selfplay.parent import Collector, SelfplaySummary, split_evenly
+from selfplay.worker import play_worker
 
 
 def import_ray() -> Any:
@@ -106,7 +108,7 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
     queue = Queue()
     collector = Collector(rd, cfg, games, n_workers, progress)
     task = ray.remote(play_worker)
-    assigned = _split(games, n_workers)
+    assigned = split_evenly(games, n_workers)
     session = secrets.token_hex(6)
     attempts = [0] * n_workers
     running: dict[Any, int] = {}

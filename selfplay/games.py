@@ -7,11 +7,11 @@ otherwise a cheap search (`cheap_playouts`, no noise) stored with k = 0 candidat
 The first `random_plies` plies sample the move proportionally to visits^(1/temperature); later plies
 play the most visited move (a proven win first). The subtree of the played move is kept.
 
-Game ends, checked at each root before searching:
+Game ends, checked at each root before searching, by `dlzero.game_end` with `selfplay_rules`:
+- repetition at the fourth occurrence: a draw (flag 0x4), or a loss for the side giving perpetual check;
 - no legal move: the side to move is mated and loses;
-- repetition (cshogi `is_draw`): a plain repetition is a draw (flag 0x4), perpetual check loses;
+- the side to move can declare (entering king, `search.entering_king_rule`): it wins (flag 0x8);
 - `board.move_number > max_moves`: draw (flag 0x10);
-- the side to move can declare (entering king, 27-point rule): it wins (flag 0x8);
 - a mate within `search.root_mate_depth` plies: the mating move is recorded (eval +30000, k = 0) and
   the game is adjudicated as a win for the mover, as dlshogi does, instead of playing it out;
 - resignation: the side to move resigns when its best win rate is below the resign threshold.
@@ -49,23 +49,21 @@ from dlzero.data.hcpe3 import (
     GameRecord,
     MoveRecord,
 )
-from dlzero.encoding.features import repetition_count
 from dlzero.errors import ConfigError, PositionError
+from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_REPETITION, GameRules, game_end
+from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a FinishedGame may carry
+from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search.mcts import Search, Tree
 from dlzero.search.result import MAX_CP, best_index, root_winrate, winrate_to_cp
-from dlzero.search.rules import REPETITION_PLIES, find_mate
+from dlzero.search.rules import find_mate
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 
-# how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary)
-END_MATE = "mate"
+# how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary); the
+# rules' own reasons come from dlzero.game_end, these two are self-play's
 END_MATE_FOUND = "mate_found"
-END_REPETITION = "repetition"
-END_PERPETUAL_CHECK = "perpetual_check"
-END_DECLARATION = "declaration"
-END_MAX_MOVES = "max_moves"
 END_RESIGN = "resign"
 
 
@@ -209,25 +207,24 @@ def selfplay_search_config(cfg: Config) -> SearchConfig:
     return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves))
 
 
-def _end_of_game(game: SelfPlayGame, cfg: Config) -> tuple[int, str] | None:
-    """(result byte, reason) if the game is over at its current root, by the rules alone."""
-    board = game.board
-    rep = board.is_draw(REPETITION_PLIES)
-    # sennichite as the rules have it: the fourth occurrence of a position (the search already
-    # scores the first recurrence as a draw, so play avoids it unless a draw is what it wants)
-    if rep == cshogi.REPETITION_DRAW and repetition_count(board) >= 3:
-        return RESULT_DRAW | FLAG_REPETITION, END_REPETITION
-    if rep == cshogi.REPETITION_WIN:     # the opponent gave perpetual check
-        return _win_for(board.turn), END_PERPETUAL_CHECK
-    if rep == cshogi.REPETITION_LOSE:
-        return _win_for(1 - board.turn), END_PERPETUAL_CHECK
-    if board.move_number > cfg.selfplay.max_moves:
-        return RESULT_DRAW | FLAG_MAX_MOVES, END_MAX_MOVES
-    if not any(True for _ in board.legal_moves):
-        return _win_for(1 - board.turn), END_MATE
-    if board.is_nyugyoku():
-        return _win_for(board.turn) | FLAG_NYUGYOKU, END_DECLARATION
-    return None
+def selfplay_rules(cfg: Config) -> GameRules:
+    """The rules self-play games end by: sennichite at the fourth occurrence (the search already
+    scores the first recurrence as a draw, so play avoids it unless a draw is what it wants), the
+    self-play move cap, and the configured declaration rule."""
+    return GameRules(repetitions=3, max_moves=cfg.selfplay.max_moves, declaration=cfg.search.entering_king_rule)
+
+
+# a verdict's reason -> the hcpe3 flag stored with the result
+_RESULT_FLAGS = {END_REPETITION: FLAG_REPETITION, END_MAX_MOVES: FLAG_MAX_MOVES, END_DECLARATION: FLAG_NYUGYOKU}
+
+
+def end_of_game(board: cshogi.Board, cfg: Config) -> tuple[int, str] | None:
+    """(hcpe3 result byte, reason) if the game is over at `board`, by the rules alone."""
+    verdict = game_end(board, selfplay_rules(cfg))
+    if verdict is None:
+        return None
+    result = RESULT_DRAW if verdict.winner is None else _win_for(verdict.winner)
+    return result | _RESULT_FLAGS.get(verdict.reason, 0), verdict.reason
 
 
 def _candidates(tree: Tree) -> np.ndarray:
@@ -301,7 +298,7 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
         for game in slots:
             if game is None:
                 continue
-            ended = _end_of_game(game, cfg)
+            ended = end_of_game(game.board, cfg)
             if ended is not None:
                 game.finish(*ended)
                 continue
@@ -318,8 +315,8 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
             searching.append(game)
 
         if searching:
-            search.run([g.tree for g in searching],
-                       [sp.playouts if g.full else sp.cheap_playouts for g in searching], leaves_per_tree=1)
+            search.run([g.tree for g in searching], [sp.playouts if g.full else sp.cheap_playouts for g in searching],
+                       leaves_per_tree=sp.leaves_per_tree)
         resign_at = threshold()
         for game in searching:
             _play_move(game, cfg, rng, resign_at, search.cfg.reuse_tree)

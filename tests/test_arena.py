@@ -72,7 +72,9 @@ def test_random_vs_random_plays_to_real_endings():
 def test_game_end_rules():
     mated = cshogi.Board("4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")
     assert game_end(mated, 320) == (cshogi.BLACK, "mate")
-    rep = parse_position("startpos moves 5i5h 5a5b 5h5i 5b5a")
+    once = parse_position("startpos moves 5i5h 5a5b 5h5i 5b5a")
+    assert game_end(once, 320) is None  # the second occurrence: play on (sennichite is the fourth)
+    rep = parse_position("startpos moves" + " 5i5h 5a5b 5h5i 5b5a" * 3)
     assert game_end(rep, 320) == (None, "repetition")
     long = parse_position("startpos moves 7g7f 3c3d")
     assert game_end(long, 2) == (None, "max_moves")

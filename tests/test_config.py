@@ -152,3 +152,23 @@ def test_parse_override():
     assert parse_override("a.b=x=y") == (["a", "b"], "x=y")
     assert parse_override(" a.b = 1.5") == (["a", "b"], 1.5)
     assert parse_override("a.b=") == (["a", "b"], "")
+
+
+def test_old_batch_size_key_becomes_leaves_per_tree(tmp_path, caplog):
+    path = tmp_path / "old.yaml"
+    path.write_text("search:\n  batch_size: 24\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="dlzero.config"):
+        cfg = load_config(path)
+    assert cfg.search.leaves_per_tree == 24
+    assert "search.leaves_per_tree" in caplog.text
+    assert load_config(None, ["search.batch_size=8"]).search.leaves_per_tree == 8
+    with pytest.raises(ConfigError, match="same setting"):
+        load_config(None, ["search.batch_size=8", "search.leaves_per_tree=4"])
+
+
+def test_leaves_per_tree_per_stage_and_declaration_rule():
+    cfg = Config()
+    assert (cfg.search.leaves_per_tree, cfg.selfplay.leaves_per_tree, cfg.gate.leaves_per_tree) == (64, 1, 1)
+    assert load_config(None, ["search.entering_king_rule=24"]).search.entering_king_rule == "24"
+    with pytest.raises(ConfigError, match="entering_king_rule"):
+        load_config(None, ["search.entering_king_rule=26"])

@@ -10,7 +10,7 @@ import os
 import pytest
 
 import selfplay.promotion as promotion
-from dlzero.commands import gate
+from dlzero.commands import gate, match
 from dlzero.config import Config, ModelConfig
 from dlzero.errors import RunDirError
 from dlzero.model import ModelMetadata, new_model, save_model
@@ -120,6 +120,7 @@ def test_gate_command(run, capsys):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     gate.register(sub)
+    match.register(sub)
     args = parser.parse_args(["gate", "--run", str(rd.root), "--games", "2", "--playouts", "2",
                               "--threads", "1", "--set", "gate.max_moves=12", "--no-progress"])
     assert args.func(args) == 0

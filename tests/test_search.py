@@ -70,7 +70,7 @@ def test_tree_finds_mate_in_1_without_root_check():
 
 
 def test_tree_finds_mate_in_3_with_leaf_mate_search():
-    player = Player(NullEvaluator(), _cfg(root_mate_depth=0, leaf_mate_depth=1, batch_size=16))
+    player = Player(NullEvaluator(), _cfg(root_mate_depth=0, leaf_mate_depth=1, leaves_per_tree=16))
     board = parse_position(MATE3)
     player.set_position(board)
     result = player.think(Limits(playouts=1500))

@@ -33,8 +33,11 @@ from dlzero.data.hcpe3 import (
 from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
+from selfplay.bootstrap import ensure_best_model
 from selfplay.games import FinishedGame, ResignController, play_games
-from selfplay.worker import Worker, ensure_best_model, gather, run_selfplay
+from selfplay.parent import gather
+from selfplay.session import run_selfplay
+from selfplay.worker import Worker
 
 TINY = [
     "model.blocks=1", "model.channels=16", "model.value_fc=16",

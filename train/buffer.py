@@ -26,8 +26,7 @@ import numpy as np
 import torch
 
 from dlzero.encoding import NUM_LABELS, NUM_PLANES, Encoder
-
-EVAL_COEF = 756.0  # dlshogi's cp <-> win-rate scale (design.md "Value"); hcpe/hcpe3 evals use it
+from dlzero.search.result import EVAL_COEF  # dlshogi's cp <-> win-rate scale; hcpe/hcpe3 evals use it
 
 
 def value_target(result: np.ndarray, eval_cp: np.ndarray, val_lambda: float) -> np.ndarray:

@@ -7,6 +7,7 @@ the share of the network's speed the search keeps (the rest is Python and cshogi
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -14,17 +15,15 @@ from dlzero.bench.infer import encoded_sample, make_evaluator, sample_boards
 from dlzero.bench.timing import rate
 from dlzero.config import Config
 from dlzero.inference import Evaluator, NullEvaluator
-from dlzero.search import Search, Tree
+from dlzero.search import Search, Tree, split_leaves
 
 
 def _search_rate(ev: Evaluator, cfg: Config, batch: int, trees: int, playouts: int) -> float:
     """Simulations per second: `trees` trees from mid-game positions, `batch` leaves per network call."""
     boards = sample_boards(trees, seed=1, min_ply=20, max_ply=40)
-    search_cfg = cfg.search
-    search_cfg.batch_size = batch
-    search = Search(ev, search_cfg)
+    per_tree = split_leaves(batch, trees)
+    search = Search(ev, dataclasses.replace(cfg.search, leaves_per_tree=per_tree))
     forest = [Tree(b.copy()) for b in boards]
-    per_tree = max(1, batch // trees)
     search.run(forest[:1], 2 * per_tree, leaves_per_tree=per_tree)  # warm-up (session, caches)
     forest = [Tree(b.copy()) for b in boards]
     start = time.perf_counter()

@@ -2,8 +2,8 @@
 
 Each module listed in `COMMAND_MODULES` defines `register(subparsers)`, which adds its parser and
 sets `func=run` on it; `run(args) -> int` does the work and keeps heavy imports (torch, onnxruntime)
-inside, so that `dlzero --help` stays fast. This package is the CLI layer: the only place (with `dlzero.loop`)
-that may import `selfplay` and `train`.
+inside, so that `dlzero --help` stays fast. This package is wiring: which layer may import which is
+checked by `tests/test_layers.py`.
 """
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -18,5 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "selfplay",
     "gate",
     "rate",
+    "match",
     "train",
+    "dashboard",
 )

@@ -61,11 +61,14 @@ def config_from_args(args: argparse.Namespace, keys: dict[str, str] | None = Non
     return load_config(resolve_config_path(getattr(args, "config", None)), overrides(args, keys))
 
 
-def run_from_args(args: argparse.Namespace, keys: dict[str, str] | None = None, command: str = "dlzero"):
-    """(RunDir, Config) for `--run`: create the run from the CLI config, or open it.
+def run_from_args(args: argparse.Namespace, keys: dict[str, str] | None = None, command: str = "dlzero",
+                  create: bool = True):
+    """(RunDir, Config) for `--run`, by the one rule every command that takes `--run` follows:
 
-    An existing run keeps its own config.yaml as the base; `--set` and flags apply on top and the
-    result is stored back, so the run directory always says what was used.
+    - a new run (only where `create`) gets the CLI's config: defaults <- `--config` <- `--set` <- flags;
+    - an existing run's config.yaml is the base; `--set` and flags apply on top, and the result is
+      saved back (atomically), so the run directory always says what its last command used.
+      `--config` is ignored for an existing run, with a warning: a run keeps its own settings.
     """
     import sys
 
@@ -73,12 +76,13 @@ def run_from_args(args: argparse.Namespace, keys: dict[str, str] | None = None, 
     from dlzero.rundir import RunDir
 
     rd = RunDir(args.run)
-    if not rd.info_path.exists():
+    if not rd.info_path.exists() and create:
         cfg = config_from_args(args, keys)
         return RunDir.create(args.run, cfg), cfg
-    if getattr(args, "config", None):
-        print(f"{command}: {args.run} exists; using its config.yaml, not {args.config}", file=sys.stderr)
     rd = RunDir.open(args.run)
+    if getattr(args, "config", None):
+        print(f"{command}: {args.run} exists; using its config.yaml, not {args.config} (change keys with --set)",
+              file=sys.stderr)
     cfg = config_from_dict(apply_overrides(config_to_dict(rd.config()), overrides(args, keys)))
     rd.save_config(cfg)
     return rd, cfg

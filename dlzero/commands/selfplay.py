@@ -39,7 +39,8 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     rd, cfg = run_from_args(args, SELFPLAY_KEYS, "dlzero selfplay")
     games = args.games if args.games is not None else cfg.selfplay.games_per_generation
-    from selfplay.worker import run_selfplay, server_lines
+    from selfplay.parent import server_lines
+    from selfplay.session import run_selfplay
 
     s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
     split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"

@@ -3,8 +3,9 @@
     dlzero train --run runs/NAME [--steps N]          next candidate -> runs/NAME/models/gen-NNNN.pt
     dlzero train --hcpe a.hcpe b.hcpe --out m.pt      supervised; prints held-out accuracies
 
-With `--run`, the run's config.yaml is the base config (or `--config` instead), then `--set` and
-flags. For several processes or GPUs launch it with torchrun, which this command detects:
+With `--run`, the run's config.yaml is the base config, then `--set` and flags, saved back to the
+run (the rule of every command that takes `--run`, see `run_from_args`). For several processes or
+GPUs launch it with torchrun, which this command detects:
 
     torchrun --nproc_per_node=K -m dlzero.cli train --run-dir runs/NAME
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlzero.commands.common import add_config_args, overrides, resolve_config_path
+from dlzero.commands.common import add_config_args, config_from_args, run_from_args
 
 FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device"}
 
@@ -42,18 +43,17 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dlzero.config import load_config
     from dlzero.errors import ConfigError
-    from dlzero.rundir import RunDir
     from train import distributed, train_generation, train_supervised
 
     if args.hcpe and not args.out:
         raise ConfigError("--hcpe needs --out (the model file to write)")
     if args.run and (args.out or args.metrics):
         raise ConfigError("--out and --metrics are for --hcpe mode; --run writes into the run directory")
-    rd = RunDir.open(args.run) if args.run else None
-    base = resolve_config_path(args.config) or (rd.config_path if rd else None)
-    cfg = load_config(base, overrides(args, FLAG_KEYS))
+    if args.run:
+        rd, cfg = run_from_args(args, FLAG_KEYS, "dlzero train", create=False)
+    else:
+        rd, cfg = None, config_from_args(args, FLAG_KEYS)
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
     try:
         if rd is not None:

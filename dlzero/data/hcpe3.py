@@ -414,10 +414,15 @@ class ShardWriter:
         self.close()
 
 
+def shard_glob(prefix: str | None = None) -> str:
+    """Glob pattern of the shard names `ShardWriter(prefix=...)` writes (any prefix when None)."""
+    return f"{prefix}-*{SHARD_SUFFIX}" if prefix else f"*{SHARD_SUFFIX}"
+
+
 def list_shards(directory: str | os.PathLike[str]) -> list[Path]:
     """Complete shards in `directory` (not recursive), oldest first by mtime, then by name."""
     found = []
-    for path in Path(directory).glob(f"*{SHARD_SUFFIX}"):
+    for path in Path(directory).glob(shard_glob()):
         if path.name.startswith("."):  # atomic_open's temporary files, and other hidden files
             continue
         try:

@@ -16,7 +16,9 @@ import cshogi
 
 from dlzero.config import Config
 from dlzero.engine.timeman import Limits, allocate, can_stop_early, is_critical
+from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, game_end
 from dlzero.inference.base import Evaluator
+from dlzero.position import start_position
 from dlzero.search import (
     MoveStat,
     Search,
@@ -99,7 +101,7 @@ class Player:
         tree = self.tree
         board = tree.board
         start = time.perf_counter()
-        settled = root_checks(board, self.cfg.search.root_mate_depth)
+        settled = root_checks(board, self.cfg.search.root_mate_depth, self.cfg.search.entering_king_rule)
         if settled is not None:
             return settled
         clock = Limits(**{**vars(limits), "ponder": False})
@@ -133,7 +135,7 @@ class Player:
                 return True
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
-        self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.batch_size, should_stop=should_stop)
+        self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop)
         while limits.infinite and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
@@ -186,14 +188,21 @@ class Player:
         return result
 
 
-def root_checks(board: cshogi.Board, mate_depth: int) -> Analysis | None:
+def engine_rules(declaration: str = "27") -> GameRules:
+    """The rules the engine settles a root by: mate and declaration only. Repetition and the move
+    cap are the GUI's to judge (it sent the position, so the game is still on)."""
+    return GameRules(repetitions=0, max_moves=0, declaration=declaration)
+
+
+def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27") -> Analysis | None:
     """The answer when the rules settle the root: no legal move, a declaration win, a short mate.
 
     Shared by the Player and the analysis engine, so both answer these positions the same way.
     """
-    if not any(True for _ in board.legal_moves):
+    verdict = game_end(board, engine_rules(declaration))
+    if verdict is not None and verdict.reason == END_MATE:
         return Analysis(bestmove="resign", winrate=0.0, score_cp=-30000)
-    if board.is_nyugyoku():
+    if verdict is not None and verdict.reason == END_DECLARATION:
         return Analysis(bestmove="win", winrate=1.0, score_cp=30000)
     for d in range(1, mate_depth + 1, 2):
         move = find_mate(board, d)
@@ -201,14 +210,6 @@ def root_checks(board: cshogi.Board, mate_depth: int) -> Analysis | None:
             usi = cshogi.move_to_usi(move)
             return Analysis(bestmove=usi, pv=[usi], winrate=1.0, score_cp=30000, mate=d)
     return None
-
-
-def start_position(board: cshogi.Board) -> str:
-    """SFEN of the position `board`'s history starts from."""
-    first = board.copy()
-    for _ in range(len(board.history)):
-        first.pop()
-    return first.sfen()
 
 
 def _copy_board(board: cshogi.Board) -> cshogi.Board:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import cshogi
 
-from dlzero.search.rules import REPETITION_PLIES
+from dlzero.game_end import REPETITION_PLIES
 
 MATE = 100_000
 MATE_BOUND = MATE - 1_000  # scores beyond this are mates

@@ -47,11 +47,6 @@ def model_generation(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def model_player(generation: int) -> str:
-    """The player name of a run's model: its file stem."""
-    return f"gen-{generation:04d}"
-
-
 def check_anchor(name: str) -> str | None:
     """Why `name` is not a built-in anchor name (random, alphabeta:N, gen-NNNN), or None if it is one."""
     if name == RANDOM or _ALPHABETA.match(name) or _MODEL.match(name):

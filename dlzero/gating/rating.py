@@ -42,11 +42,11 @@ from tqdm import tqdm
 
 from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
-from dlzero.gating.anchors import RANDOM, builtin_chooser, model_generation, model_player, parse_engine
+from dlzero.gating.anchors import RANDOM, builtin_chooser, model_generation, parse_engine
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_ratings
 from dlzero.gating.usi_opponent import UsiOpponent
 from dlzero.inference import load_model
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 from selfplay.arena import GameRecord, MatchResult, load_openings, play_match
 
 log = logging.getLogger("dlzero.rating")
@@ -313,7 +313,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
     missing = [a for a in anchors if (g := model_generation(a)) is not None and not rd.model_path(g).is_file()]
     anchors = [a for a in anchors if a not in missing]
     problems = [f"anchor {a}: {rd.model_path(model_generation(a))} does not exist, left out" for a in missing]
-    models = [model_player(g) for g in generations if rd.model_path(g).is_file()]
+    models = [generation_name(g) for g in generations if rd.model_path(g).is_file()]
     pairs = plan_pairings(anchors, list(engines), models)
 
     batches, _ = load_batches(rd)

@@ -1,6 +1,6 @@
 """PUCT search over many trees with batched leaf evaluation, and readers of the result."""
 
-from dlzero.search.mcts import Search, SearchStats, Tree, softmax_priors
+from dlzero.search.mcts import Search, SearchStats, Tree, softmax_priors, split_leaves
 from dlzero.search.node import Node
 from dlzero.search.result import (
     MoveStat,
@@ -17,5 +17,5 @@ from dlzero.search.rules import find_mate, leaf_result
 __all__ = [
     "MoveStat", "Node", "Search", "SearchStats", "Tree", "best_index", "cp_to_winrate", "find_mate",
     "leaf_result", "mate_distance", "move_stats", "principal_variation", "root_winrate", "softmax_priors",
-    "winrate_to_cp",
+    "split_leaves", "winrate_to_cp",
 ]

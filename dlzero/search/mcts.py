@@ -5,15 +5,12 @@ encodes them into one preallocated buffer, makes **one** Evaluator call for all 
 expands and backs up. A single tree with `leaves_per_tree = 64` and 64 games with one leaf each
 both give the network batches of 64; self-play uses the second, the USI engine the first.
 
-Selection (dlshogi's PUCT): score = Q + c(N) * P * sqrt(N) / (1 + n), with
-c(N) = c_init + ln((N + c_base + 1) / c_base), and for unvisited moves
-Q = max(0, Q_parent - fpu_reduction * sqrt(sum of priors of visited moves)).
+Selection is dlshogi's PUCT, a pure function over a node's arrays in `dlzero.search.select`.
 Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -28,6 +25,7 @@ from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
 from dlzero.inference.base import Evaluator
 from dlzero.search.node import Node
 from dlzero.search.rules import leaf_result
+from dlzero.search.select import PuctParams, puct_select
 
 
 @dataclass
@@ -98,6 +96,11 @@ class SearchStats:
     total_seconds: float = 0.0
 
 
+def split_leaves(total: int, n_trees: int) -> int:
+    """Leaves per tree when a total leaf budget per network call is shared by `n_trees` trees (>= 1)."""
+    return max(1, total // max(1, n_trees))
+
+
 def softmax_priors(logits: np.ndarray, labels: np.ndarray, temperature: float) -> np.ndarray:
     """Priors of the legal moves: softmax of their policy logits divided by the temperature."""
     x = logits[labels].astype(np.float64) / temperature
@@ -115,18 +118,30 @@ class Search:
         self.cfg = cfg
         self.rng = rng or np.random.default_rng()
         self.encoder = Encoder()
-        self.buffers = [new_batch_buffer(max(cfg.batch_size, 1)) for _ in range(2)]  # two for pipelining
+        self.buffers = [new_batch_buffer(max(cfg.leaves_per_tree, 1)) for _ in range(2)]  # two for pipelining
         self.stats = SearchStats()
         self.cache: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
         self._buffer = self.buffers[0]
+
+    @property
+    def cfg(self) -> SearchConfig:
+        return self._cfg
+
+    @cfg.setter
+    def cfg(self, cfg: SearchConfig) -> None:
+        """Setting the config also fixes the PUCT constants `_select` passes to the rule."""
+        self._cfg = cfg
+        self._puct = PuctParams(cfg.c_init, cfg.c_base, cfg.fpu_reduction)
+        self._puct_root = PuctParams(cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
             should_stop: Callable[[], bool] | None = None, on_step: Callable[[], None] | None = None) -> None:
         """Search every tree until it has done its playouts (or `should_stop()` says so).
 
-        `leaves_per_tree` defaults to the config's batch size divided among the trees (at least 1).
+        `leaves_per_tree` (how many leaves each tree adds to one network call) defaults to the
+        config's `leaves_per_tree`; it is never divided among the trees (see `split_leaves`).
         With `pipeline` on, the network evaluates one batch in a helper thread while this thread
         collects the next, so tree work hides behind inference (leaves of the batch in flight
         count as collisions until it returns).
@@ -134,7 +149,7 @@ class Search:
         targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
         for tree, target in zip(trees, targets, strict=True):
             tree.playouts, tree.target, tree.collisions, tree.inflight = 0, target, 0, 0
-        per_tree = leaves_per_tree or max(1, self.cfg.batch_size // max(1, len(trees)))
+        per_tree = leaves_per_tree or self.cfg.leaves_per_tree
         capacity = len(trees) * per_tree
         if self.buffers[0].shape[0] < capacity:
             self.buffers = [new_batch_buffer(capacity) for _ in range(2)]
@@ -293,18 +308,9 @@ class Search:
 
     # -- selection and backup -------------------------------------------------------------------
     def _select(self, node: Node, is_root: bool) -> int:
-        cfg = self.cfg
-        c_init, c_base, fpu_red = ((cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root) if is_root
-                                   else (cfg.c_init, cfg.c_base, cfg.fpu_reduction))
-        total = node.visits
-        c = c_init + math.log((total + c_base + 1.0) / c_base)
-        sqrt_total = math.sqrt(total) if total > 0 else 1.0
-        parent_q = node.value_sum / total if total > 0 else 0.5
-        fpu = max(0.0, parent_q - fpu_red * math.sqrt(node.visited_prior))
-        n = node.n
-        q = np.divide(node.w, n, out=np.full(n.shape, fpu), where=n > 0)
-        q += (c * sqrt_total) * node.prior / (1.0 + n)
-        return int(q.argmax())
+        """The child to descend into: the PUCT rule (`dlzero.search.select`) with root or tree constants."""
+        params = self._puct_root if is_root else self._puct
+        return puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params)
 
     def _backup(self, tree: Tree, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
         """Add `value` (win rate for the leaf's side to move) up the path, removing virtual loss."""

@@ -1,7 +1,9 @@
-"""Game-end rules at a search leaf, all from cshogi: repetition, max moves, mate, declaration.
+"""The search's view of the game-end rules (`dlzero.game_end`), plus its own mate search.
 
 `leaf_result` returns the proven win rate for the side to move, or None when the position needs
-the network. It runs once per new node, before any evaluation.
+the network. It runs once per new node, before any evaluation: first the game-end rules as the
+search plays them (`leaf_rules`: the first repetition ends the line, superior/inferior hands
+decide a repetition, draws worth the mover's draw value), then a short mate search.
 """
 
 from __future__ import annotations
@@ -9,57 +11,28 @@ from __future__ import annotations
 import cshogi
 
 from dlzero.config import SearchConfig
+from dlzero.game_end import REPETITION_PLIES, GameRules, leaf_value
 
-# cshogi.is_draw results -> win rate for the side to move (None: use the draw value)
-_REPETITION_VALUE = {
-    cshogi.REPETITION_DRAW: None,
-    cshogi.REPETITION_WIN: 1.0,       # the opponent gave perpetual check: it loses
-    cshogi.REPETITION_LOSE: 0.0,      # we gave perpetual check
-    cshogi.REPETITION_SUPERIOR: 1.0,  # same board, we hold more in hand
-    cshogi.REPETITION_INFERIOR: 0.0,
-}
-REPETITION_PLIES = 16
+__all__ = ["REPETITION_PLIES", "find_mate", "leaf_result", "leaf_rules"]
 
 
-def draw_value(cfg: SearchConfig, colour: int) -> float:
-    """Win rate a draw is worth to `colour` (cshogi.BLACK / WHITE) when `colour` makes the drawing move."""
-    return cfg.draw_value_black if colour == cshogi.BLACK else cfg.draw_value_white
-
-
-def draw_result(cfg: SearchConfig, board: cshogi.Board) -> float:
-    """Win rate for the side to move of a drawn position, keyed to the player who moved into it.
-
-    As in dlshogi, the draw value belongs to the mover: with both values below 0.5 each side
-    avoids drawing moves (contempt), and the backup stays zero-sum edge by edge.
-    """
-    return 1.0 - draw_value(cfg, 1 - board.turn)
-
-
-def repetition_result(board: cshogi.Board, cfg: SearchConfig) -> float | None:
-    """Win rate for the side to move if the position repeats an earlier one, else None."""
-    rep = board.is_draw(REPETITION_PLIES)
-    if rep == cshogi.NOT_REPETITION:
-        return None
-    value = _REPETITION_VALUE.get(rep)
-    return draw_result(cfg, board) if value is None else value
+def leaf_rules(cfg: SearchConfig) -> GameRules:
+    """The rules at a search leaf: a line ends at its first repetition (playing on into a cycle
+    gains nothing), and the search's own move cap, declaration rule and draw values apply."""
+    return GameRules(repetitions=1, superior_repetition=True, max_moves=cfg.max_moves,
+                     declaration=cfg.entering_king_rule, draw_value_black=cfg.draw_value_black,
+                     draw_value_white=cfg.draw_value_white)
 
 
 def leaf_result(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> float | None:
     """Proven win rate for the side to move at a new leaf, or None if the network must judge.
 
-    Order matters: repetition and the move cap end the game before anyone moves; then no legal
-    move (mated); then the side to move can declare (27-point rule) or mates within
-    `leaf_mate_depth` plies.
+    The game-end rules first (`dlzero.game_end` order), then a mate within `leaf_mate_depth`
+    plies by the side to move.
     """
-    rep = repetition_result(board, cfg)
-    if rep is not None:
-        return rep
-    if board.move_number > cfg.max_moves:
-        return draw_result(cfg, board)
-    if n_legal == 0:
-        return 0.0
-    if board.is_nyugyoku():
-        return 1.0
+    value = leaf_value(board, leaf_rules(cfg), n_legal)
+    if value is not None:
+        return value
     if cfg.leaf_mate_depth and not board.is_check() and find_mate(board, cfg.leaf_mate_depth):
         return 1.0
     return None

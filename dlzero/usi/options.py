@@ -45,7 +45,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("Backend", "combo", "inference.backend", choices=("auto", "torch", "onnx")),
     UsiOption("Device", "string", "inference.device"),
     UsiOption("Threads", "spin", "inference.threads", 0, 256),
-    UsiOption("BatchSize", "spin", "search.batch_size", 1, 4096),
+    UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
     UsiOption("Playouts", "spin", "usi.playouts", 0, 1_000_000_000),
     UsiOption("ByoyomiMargin", "spin", "usi.byoyomi_margin_ms", 0, 60_000),
     UsiOption("TimeMargin", "spin", "usi.time_margin_ms", 0, 60_000),
