@@ -12,6 +12,7 @@ import pytest
 from dlzero.cli import main
 from dlzero.config import load_config
 from dlzero.gating.anchors import RandomMover, parse_engine
+from dlzero.gating.arena import play_match
 from dlzero.gating.rating import (
     ELO_COLUMNS,
     fit_run,
@@ -25,7 +26,6 @@ from dlzero.gating.rating import (
 from dlzero.gating.usi_opponent import UsiEngineError, UsiOpponent
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
-from selfplay.arena import play_match
 
 SMALL = ["model.blocks=1", "model.channels=16", "inference.threads=1", "gate.max_moves=40", "rate.games=2",
          "rate.playouts=4", "rate.anchors=[random,alphabeta:100,gen-0000]"]
@@ -80,7 +80,8 @@ def test_rate_tops_up_accumulates_and_refits_reproducibly(run):
     openings = {}
     for _, batch in load_batches(rd)[0]:
         g = batch.games[0]
-        openings.setdefault(frozenset(batch.players), []).append(" ".join(g["moves"].split()[:g["opening_plies"]]))
+        opening = (g["start_sfen"], " ".join(g["moves"].split()[:g["opening_plies"]]))
+        openings.setdefault(frozenset(batch.players), []).append(opening)
     assert all(len(set(v)) == 2 for v in openings.values())
 
     with (rd.metrics_dir / "elo.csv").open(newline="") as fh:

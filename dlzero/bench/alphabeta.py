@@ -16,8 +16,8 @@ import cshogi
 from dlzero.config import Config
 from dlzero.gating.alphabeta import AlphaBeta
 from dlzero.gating.anchors import RandomMover
+from dlzero.gating.arena import play_match
 from dlzero.gating.elo_fit import GameResult, fit_ratings
-from selfplay.arena import play_match
 
 
 class _Timed:

@@ -43,11 +43,11 @@ from tqdm import tqdm
 from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
 from dlzero.gating.anchors import RANDOM, builtin_chooser, model_generation, parse_engine
+from dlzero.gating.arena import GameRecord, MatchResult, play_match
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_ratings
 from dlzero.gating.usi_opponent import UsiOpponent
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir, generation_name
-from selfplay.arena import GameRecord, MatchResult, load_openings, play_match
 
 log = logging.getLogger("dlzero.rating")
 
@@ -253,8 +253,8 @@ def plan_pairings(anchors: list[str], engines: list[str], models: list[str]) -> 
     return out
 
 
-def _seed(a: str, b: str, start: int) -> int:
-    return zlib.crc32(f"{a}|{b}|{start}".encode())
+def _seed(a: str, b: str) -> int:
+    return zlib.crc32(f"{a}|{b}".encode())
 
 
 def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int) -> Path:
@@ -322,7 +322,6 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
         if batch.settings == settings_for(batch.players, cfg, engines):
             have[_pair_key(*batch.players)] += len(batch.games)
     todo = [(a, b, have[_pair_key(a, b)]) for a, b in pairs if have[_pair_key(a, b)] < cfg.rate.games]
-    openings = load_openings(cfg.gate.openings)
     total = sum(cfg.rate.games - k for _, _, k in todo)
     bar = tqdm(total=total, desc="rating games", unit="game", file=sys.stderr, disable=not progress or not total)
     sides = _Sides(rd, cfg, engines)
@@ -333,9 +332,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
             settings = settings_for((a, b), cfg, engines)
             path = _batch_path(rd, a, b, settings, start)
             batch = Batch((a, b), settings)
-            first = start // 2
-            lines = [openings[(first + j) % len(openings)] for j in range((need + 1) // 2)]
-            seed = _seed(a, b, start)
+            seed = _seed(a, b)  # one shuffle of the opening suite per pairing; top-ups continue along it
             bar.set_postfix_str(f"{a} vs {b}")
 
             def on_game(game: GameRecord, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
@@ -345,9 +342,9 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
                 bar.update(1)
 
             rating_dir(rd).mkdir(parents=True, exist_ok=True)
-            result = play_match(sides.get(a, seed), sides.get(b, seed + 1), need, cfg, playouts=cfg.rate.playouts,
-                                parallel=min(need, cfg.rate.parallel), openings=lines, seed=seed,
-                                names=(a, b), on_game=on_game)
+            result = play_match(sides.get(a, seed + start), sides.get(b, seed + start + 1), need, cfg,
+                                playouts=cfg.rate.playouts, parallel=min(need, cfg.rate.parallel), seed=seed,
+                                opening_offset=start // 2, names=(a, b), on_game=on_game)
             played += result.n_games
             log.info("%s vs %s: +%d =%d -%d", a, b, result.wins, result.draws, result.losses)
             sides.release({x for pair in todo[n + 1:] for x in pair[:2]})
