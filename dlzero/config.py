@@ -124,6 +124,8 @@ class SearchConfig:
     leaf_mate_depth: int = _field(3, _odd_or_zero, "mate search at new leaves (plies)")
     root_mate_depth: int = _field(7, _odd_or_zero, "mate search at the root before searching (plies)")
     node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")
+    hash_mb: int = _field(2048, _non_negative, "tree memory budget in MiB (USI_Hash; about 2-3 KB per node); "
+                          "the search stops when reached; 0: none but node_limit")
     reuse_tree: bool = _field(True, None, "keep the played move's subtree between moves")
     nn_cache_size: int = _field(0, _non_negative, "entries of the evaluation cache (0: off)")
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")

@@ -94,8 +94,12 @@ class Player:
 
     # -- thinking -------------------------------------------------------------------------------
     def think(self, limits: Limits, stop: threading.Event | None = None,
-              on_info: Callable[[Analysis], None] | None = None, info_interval_ms: int = 500) -> Analysis:
-        """Search the current position within `limits`; `stop` ends the search early."""
+              on_info: Callable[[Analysis], None] | None = None, info_interval_ms: int = 500,
+              on_note: Callable[[str], None] | None = None) -> Analysis:
+        """Search the current position within `limits`; `stop` ends the search early.
+
+        `on_note` gets a line for the user once, when the tree fills its node or memory budget.
+        """
         if self.tree is None:
             raise RuntimeError("think() before set_position()")
         tree = self.tree
@@ -110,7 +114,7 @@ class Player:
         playouts = limits.playouts or self.cfg.usi.playouts
         if not playouts:
             playouts = 1 << 30 if (budget.hard_ms or limits.infinite or limits.ponder) else 800
-        state = {"extended": False, "last_info": start, "pondering": limits.ponder}
+        state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False}
         clock_start = [start]
 
         def elapsed_ms() -> float:
@@ -127,7 +131,10 @@ class Player:
             if on_info and (time.perf_counter() - state["last_info"]) * 1000.0 >= info_interval_ms:
                 state["last_info"] = time.perf_counter()
                 on_info(self._analysis(start))
-            if self.tree.nodes >= self.cfg.search.node_limit:
+            if self.search.tree_full(self.tree):
+                if on_note is not None and not state["full"]:
+                    on_note(self._full_note())
+                state["full"] = True
                 return True
             if state["pondering"] or budget.hard_ms is None:
                 return False
@@ -148,6 +155,14 @@ class Player:
         self._ponder_start = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------------------
+    def _full_note(self) -> str:
+        tree, cfg = self.tree, self.cfg.search
+        if tree.nodes >= cfg.node_limit:
+            why = f"its node limit ({cfg.node_limit:,} nodes)"
+        else:
+            why = f"its memory budget (hash {cfg.hash_mb} MiB, {tree.nodes:,} nodes)"
+        return f"the search tree reached {why}: it stops growing; the best move so far stands"
+
     def _time_says_stop(self, now_ms: float, target: float, hard: float, state: dict) -> bool:
         root = self.tree.root
         if not root.expanded or len(root.moves) < 2:

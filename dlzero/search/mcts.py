@@ -21,10 +21,10 @@ import cshogi
 import numpy as np
 
 from dlzero.config import SearchConfig
-from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
+from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
-from dlzero.search.node import Node
-from dlzero.search.rules import leaf_result
+from dlzero.search.node import NODE_BYTES, Node, expansion_bytes
+from dlzero.search.rules import leaf_proof
 from dlzero.search.select import PuctParams, puct_select
 
 
@@ -44,7 +44,9 @@ class Tree:
     collisions: int = 0
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
+    memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
     noised: bool = False
+    clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
     # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
     move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
 
@@ -62,9 +64,10 @@ class Tree:
         child = self.root.children[i] if reuse and i >= 0 else None
         self.board.push(move)
         self.root = child if child is not None and child.expanded else Node()
-        self.root.terminal = None
+        self.root.terminal = self.root.mate_plies = None
         self.noised = False
-        self.nodes = self.root.count_nodes()
+        self.clean_prior = None
+        self.nodes, self.memory = self.root.size()
 
 
 @dataclass
@@ -74,8 +77,7 @@ class _Leaf:
     node: Node
     moves: np.ndarray
     labels: np.ndarray
-    key: int
-    cacheable: bool = True
+    key: tuple | None  # the evaluation cache's key (None: not cached: cache off, or moves filtered)
 
 
 class _Done:
@@ -123,7 +125,8 @@ class Search:
         self.encoder = Encoder()
         self.buffers = [new_batch_buffer(max(cfg.leaves_per_tree, 1)) for _ in range(2)]  # two for pipelining
         self.stats = SearchStats()
-        self.cache: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
+        # keyed on everything the network sees (`input_key`), not the position alone
+        self.cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
         self._buffer = self.buffers[0]
 
@@ -181,8 +184,14 @@ class Search:
             if should_stop and should_stop():
                 active = []
                 continue
-            active = [t for t in active if not t.done and t.nodes < self.cfg.node_limit]
+            active = [t for t in active if not t.done and not self.tree_full(t)]
         self.stats.total_seconds += time.perf_counter() - start
+
+    def tree_full(self, tree: Tree) -> bool:
+        """The tree reached `search.node_limit` nodes or its `search.hash_mb` memory budget: it may
+        not grow any more (its search stops)."""
+        budget = self.cfg.hash_mb << 20
+        return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory >= budget)
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -238,6 +247,7 @@ class Search:
             if child is None:
                 child = node.children[i] = Node()
                 tree.nodes += 1
+                tree.memory += NODE_BYTES
             board.push(int(node.moves[i]))
             node = child
         self._unwind(board, path)
@@ -247,18 +257,21 @@ class Search:
                     leaves: list[_Leaf]) -> bool:
         """First visit of a node: settle it by the rules, from the cache, or queue it for the network."""
         moves, labels = legal_moves_and_labels(board)
-        result = leaf_result(board, self.cfg, len(moves)) if path else (0.0 if len(moves) == 0 else None)
-        if result is not None:
-            node.terminal = result
-            if result == 0.0 and len(path) > 1:
-                path[-1][0].terminal = 1.0  # the mover has a winning move: its node is proven won
+        proof = leaf_proof(board, self.cfg, len(moves)) if path else ((0.0, 0) if len(moves) == 0 else None)
+        if proof is not None:
+            node.terminal, node.mate_plies = proof
+            if node.terminal == 0.0 and len(path) > 1:
+                mover = path[-1][0]  # the mover has a winning move: its node is proven won
+                mover.terminal = 1.0
+                mover.mate_plies = None if node.mate_plies is None else node.mate_plies + 1
             return False
         # A filtered node's priors cover only some moves: it must not share the cache with full nodes.
         keep = tree.move_filter(board, len(path), moves) if tree.move_filter is not None else None
         if keep is not None:
             moves, labels = moves[keep], labels[keep]
-        key = board.zobrist_hash()
-        cached = self.cache.get(key) if self.cfg.nn_cache_size and keep is None else None
+        reps = repetition_count(board)
+        key = input_key(board, reps) if self.cfg.nn_cache_size and keep is None else None
+        cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             self.cache.move_to_end(key)
             prior, value = cached
@@ -267,8 +280,8 @@ class Search:
             self._backup(tree, path, node, value)
             return True
         node.pending = True
-        self.encoder.encode_into(board, self._buffer[len(leaves)])
-        leaves.append(_Leaf(tree, list(path), node, moves, labels, key, keep is None))
+        self.encoder.encode_into(board, self._buffer[len(leaves)], reps)
+        leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
         return True
 
     def _finish(self, result: Future | _Done, leaves: list[_Leaf], t0: float) -> None:
@@ -286,7 +299,7 @@ class Search:
             leaf.tree.inflight -= 1
             self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
             node.nn_value = value
-            if self.cfg.nn_cache_size and leaf.cacheable:
+            if leaf.key is not None:
                 self.cache[leaf.key] = (prior, value)
                 if len(self.cache) > self.cfg.nn_cache_size:
                     self.cache.popitem(last=False)
@@ -300,6 +313,7 @@ class Search:
 
     def _expand(self, tree: Tree, node: Node, moves: np.ndarray, labels: np.ndarray, prior: np.ndarray) -> None:
         node.expand(moves, labels, prior)
+        tree.memory += expansion_bytes(len(moves))
         if node is tree.root:
             self.add_root_noise(tree)
 
@@ -310,6 +324,7 @@ class Search:
             return
         noise = self.rng.dirichlet([self.cfg.dirichlet_alpha] * len(root.moves))
         eps = self.cfg.dirichlet_epsilon
+        tree.clean_prior = root.prior
         root.prior = ((1.0 - eps) * root.prior + eps * noise).astype(np.float32)
         tree.noised = True
 

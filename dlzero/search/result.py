@@ -109,14 +109,21 @@ def root_winrate(tree: Tree) -> float:
 
 
 def mate_distance(tree: Tree) -> int | None:
-    """Plies to a proven mate along the PV (positive: we mate; negative: we are mated), else None."""
+    """Plies to a proven mate along the PV (positive: we mate; negative: we are mated), else None.
+
+    Only a mate counts: a PV that ends in another proven result (a repetition, a draw by move
+    count, a declaration) has no mate distance, so it is reported as a score, not as a mate.
+    """
     pv = principal_variation(tree, 64)
     node = tree.root
     for ply, move in enumerate(pv):
         i = node.child_index(move)
         child = node.children[i]
         if child is not None and child.terminal is not None:
+            if child.mate_plies is None:
+                return None
+            plies = ply + 1 + child.mate_plies
             ours = (ply % 2 == 0) == (child.terminal == 0.0)
-            return (ply + 1) if ours else -(ply + 1)
+            return plies if ours else -plies
         node = child
     return None
