@@ -7,6 +7,12 @@ otherwise a cheap search (`cheap_playouts`, no noise) stored with k = 0 candidat
 The first `random_plies` plies sample the move proportionally to visits^(1/temperature); later plies
 play the most visited move (a proven win first). The subtree of the played move is kept.
 
+With `search.algorithm: gumbel` (Gumbel AlphaZero, `dlzero.search.gumbel`), a full search draws the
+Gumbel sample instead of Dirichlet noise, its policy target is the improved policy pi' stored as
+integer pseudo-visits (round(pi' * 10 000), see `PSEUDO_VISITS`), and the move played is the
+search's choice (argmax g + logits + sigma(q) among the moves the halving left); the first
+`random_plies` plies sample from pi'^(1/temperature) instead, for variety.
+
 Game ends, checked at each root before searching, by `dlzero.game_end` with `selfplay_rules`:
 - repetition at the fourth occurrence: a draw (flag 0x4), or a loss for the side giving perpetual check;
 - no legal move: the side to move is mated and loses;
@@ -57,8 +63,9 @@ from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a Finis
 from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
+from dlzero.search.gumbel import pseudo_visits
 from dlzero.search.mcts import Search, Tree
-from dlzero.search.result import MAX_CP, best_index, root_winrate, winrate_to_cp
+from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
 from dlzero.search.rules import find_mate
 from dlzero.search.target import pruned_visits
 
@@ -254,10 +261,14 @@ def _candidates(tree: Tree, cfg: SearchConfig) -> np.ndarray:
     """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16.
 
     The visits are the search's own choice: those caused by root noise or carried over by tree
-    reuse are pruned (`dlzero.search.target`).
+    reuse are pruned (`dlzero.search.target`). A Gumbel search's target is instead its improved
+    policy pi' as pseudo-visits (no noise to prune; reused visits only sharpen its Q).
     """
     root = tree.root
-    visits = np.rint(pruned_visits(root, tree.clean_prior, cfg)).astype(np.int64)
+    if tree.gumbel is not None:
+        visits = pseudo_visits(tree.gumbel.policy(root.n, root.w))
+    else:
+        visits = np.rint(pruned_visits(root, tree.clean_prior, cfg)).astype(np.int64)
     idx = np.nonzero(visits > 0)[0]
     out = np.empty((len(idx), 2), np.uint16)
     out[:, 0] = [cshogi.move16(int(m)) for m in root.moves[idx]]
@@ -266,14 +277,15 @@ def _candidates(tree: Tree, cfg: SearchConfig) -> np.ndarray:
 
 
 def _choose(tree: Tree, ply: int, cfg: Config, rng: np.random.Generator) -> int:
-    """Index of the root move to play: sampled by visits in the opening plies, else the best."""
+    """Index of the root move to play: sampled in the opening plies (by visits, or by pi' for a Gumbel
+    search), else the search's choice."""
     root = tree.root
     if ply < cfg.selfplay.random_plies:
-        visits = np.maximum(root.n, 0.0)
-        if visits.sum() > 0:
-            weights = visits ** (1.0 / cfg.selfplay.temperature)
+        weights = tree.gumbel.policy(root.n, root.w) if tree.gumbel is not None else np.maximum(root.n, 0.0)
+        if weights.sum() > 0:
+            weights = weights ** (1.0 / cfg.selfplay.temperature)
             return int(rng.choice(len(weights), p=weights / weights.sum()))
-    return best_index(root)
+    return chosen_index(tree)
 
 
 def _move_winrate(tree: Tree, i: int) -> float:

@@ -149,6 +149,10 @@ def test_pairings_and_model_selection(run):
         "generation,opponent,decision,promoted\n" + "".join(
             f"{g},0,x,{int(g % 2 == 0)}\n" for g in range(2, 9)))
     assert promoted_generations(rd) == [0, 1, 2, 4, 6, 8]  # 1 is best.json's
+    rd.set_best(6)
+    # every-3: generations not divisible by 3 were promoted without a match, up to the best (6)
+    assert promoted_generations(rd, "every-3") == [0, 1, 2, 4, 5, 6, 8]
+    assert promoted_generations(rd, "off") == [0, 1, 2, 3, 4, 5, 6, 8]
     cfg.rate.sample = 3
     assert select_generations(rd, cfg) == [0, 4, 8]
     cfg.rate.models, cfg.rate.sample = "all", 0

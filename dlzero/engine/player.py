@@ -72,6 +72,7 @@ class Player:
         self._moves: list[int] = []
         self._ponder_start: float | None = None
         self.resign_threshold = cfg.usi.resign_threshold
+        self._rate: float | None = None  # playouts per ms of the last timed search (Gumbel budgets)
 
     # -- position and tree reuse ----------------------------------------------------------------
     def set_position(self, board: cshogi.Board) -> None:
@@ -114,6 +115,8 @@ class Player:
         playouts = limits.playouts or self.cfg.usi.playouts
         if not playouts:
             playouts = 1 << 30 if (budget.hard_ms or limits.infinite or limits.ponder) else 800
+            if self.cfg.search.algorithm == "gumbel" and budget.target_ms and not (limits.infinite or limits.ponder):
+                playouts = self._gumbel_budget(budget.target_ms)
         state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False}
         clock_start = [start]
 
@@ -143,6 +146,8 @@ class Player:
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
         self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop)
+        if tree.playouts >= 64:
+            self._rate = tree.playouts / max(elapsed_ms(), 1.0)
         while limits.infinite and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
@@ -155,6 +160,11 @@ class Player:
         self._ponder_start = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------------------
+    def _gumbel_budget(self, target_ms: float) -> int:
+        """Gumbel's Sequential Halving needs its simulation budget up front: by time, the playouts
+        the last search's speed fits into the target time (800 before any search was timed)."""
+        return max(16, int(self._rate * target_ms)) if self._rate else 800
+
     def _full_note(self) -> str:
         tree, cfg = self.tree, self.cfg.search
         if tree.nodes >= cfg.node_limit:

@@ -40,7 +40,7 @@ from typing import Any
 import cshogi
 from tqdm import tqdm
 
-from dlzero.config import Config
+from dlzero.config import Config, gate_interval
 from dlzero.data.atomic import atomic_write_text
 from dlzero.gating.anchors import RANDOM, builtin_chooser, model_generation, parse_engine
 from dlzero.gating.arena import GameRecord, MatchResult, play_match
@@ -197,8 +197,9 @@ def write_elo_csv(rd: RunDir, ratings: RatingList, anchors: set[str]) -> Path:
     return out
 
 
-def promoted_generations(rd: RunDir) -> list[int]:
-    """Generations that were ever the best: generation 0, gates marked promoted in ratings.csv, best.json."""
+def promoted_generations(rd: RunDir, gate_mode: str = "sprt") -> list[int]:
+    """Generations that were ever the best: generation 0, gates marked promoted in ratings.csv, best.json,
+    and up to the current best those that `gate_mode` promotes without a match (all under `off`)."""
     have = set(rd.generations())
     gens = {0} & have
     path = rd.metrics_dir / "ratings.csv"
@@ -216,12 +217,14 @@ def promoted_generations(rd: RunDir) -> list[int]:
     best = rd.best()
     if best is not None:
         gens.add(best.generation)
+        interval = gate_interval(gate_mode)
+        gens |= {g for g in have if g <= best.generation and (interval is None or g % interval)}
     return sorted(gens & have)
 
 
 def select_generations(rd: RunDir, cfg: Config) -> list[int]:
     """The generations `dlzero rate` rates: promoted (or all), at most `rate.sample` evenly spread."""
-    gens = promoted_generations(rd) if cfg.rate.models == "promoted" else rd.generations()
+    gens = promoted_generations(rd, cfg.gate.mode) if cfg.rate.models == "promoted" else rd.generations()
     k = cfg.rate.sample
     if k and len(gens) > k:
         idx = sorted({int(i * (len(gens) - 1) / max(k - 1, 1) + 0.5) for i in range(k)})  # half up

@@ -5,7 +5,9 @@ encodes them into one preallocated buffer, makes **one** Evaluator call for all 
 expands and backs up. A single tree with `leaves_per_tree = 64` and 64 games with one leaf each
 both give the network batches of 64; self-play uses the second, the USI engine the first.
 
-Selection is dlshogi's PUCT, a pure function over a node's arrays in `dlzero.search.select`.
+Selection is dlshogi's PUCT, a pure function over a node's arrays in `dlzero.search.select`;
+with `search.algorithm: gumbel` the root instead follows Gumbel AlphaZero's Sequential Halving
+(`dlzero.search.gumbel`, one `GumbelRoot` per tree and search) and PUCT runs below it.
 Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2.
 """
 
@@ -23,6 +25,7 @@ import numpy as np
 from dlzero.config import SearchConfig
 from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
+from dlzero.search.gumbel import GumbelParams, GumbelRoot
 from dlzero.search.node import NODE_BYTES, Node, expansion_bytes
 from dlzero.search.rules import leaf_proof
 from dlzero.search.select import PuctParams, puct_select
@@ -46,6 +49,7 @@ class Tree:
     nodes: int = 1
     memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
     noised: bool = False
+    gumbel: GumbelRoot | None = None  # the current search's Gumbel root (search.algorithm: gumbel)
     clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
     # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
     move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
@@ -66,6 +70,7 @@ class Tree:
         self.root = child if child is not None and child.expanded else Node()
         self.root.terminal = self.root.mate_plies = None
         self.noised = False
+        self.gumbel = None
         self.clean_prior = None
         self.nodes, self.memory = self.root.size()
 
@@ -140,6 +145,7 @@ class Search:
         self._cfg = cfg
         self._puct = PuctParams(cfg.c_init, cfg.c_base, cfg.fpu_reduction)
         self._puct_root = PuctParams(cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)
+        self._gumbel = GumbelParams(cfg.gumbel_c_visit, cfg.gumbel_c_scale) if cfg.algorithm == "gumbel" else None
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
@@ -155,6 +161,8 @@ class Search:
         targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
         for tree, target in zip(trees, targets, strict=True):
             tree.playouts, tree.target, tree.collisions, tree.inflight = 0, target, 0, 0
+            tree.gumbel = None
+            self.start_gumbel(tree)  # a reused root is already expanded; a new one starts in `_expand`
         per_tree = leaves_per_tree or self.cfg.leaves_per_tree
         capacity = len(trees) * per_tree
         if self.buffers[0].shape[0] < capacity:
@@ -231,13 +239,18 @@ class Search:
             if not node.expanded:
                 if node.pending:
                     self._undo_virtual_loss(path)
+                    if tree.gumbel is not None and path:
+                        tree.gumbel.undo(path[0][1])
                     self._unwind(board, path)
                     return None
                 queued = self._reach_leaf(tree, board, node, path, leaves)
                 if not queued:
                     self._backup(tree, path, node, node.terminal)
                 break
-            i = self._select(node, node is tree.root)
+            if node is tree.root and tree.gumbel is not None:
+                i = tree.gumbel.select(node.n, node.w)
+            else:
+                i = self._select(node, node is tree.root)
             if node.n[i] == 0:
                 node.visited_prior += float(node.prior[i])
             node.n[i] += vl
@@ -275,8 +288,8 @@ class Search:
         if cached is not None:
             self.cache.move_to_end(key)
             prior, value = cached
+            node.nn_value = value  # before `_expand`: a Gumbel root needs it
             self._expand(tree, node, moves, labels, prior)
-            node.nn_value = value
             self._backup(tree, path, node, value)
             return True
         node.pending = True
@@ -297,8 +310,8 @@ class Search:
             node = leaf.node
             node.pending = False
             leaf.tree.inflight -= 1
+            node.nn_value = value  # before `_expand`: a Gumbel root needs it
             self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
-            node.nn_value = value
             if leaf.key is not None:
                 self.cache[leaf.key] = (prior, value)
                 if len(self.cache) > self.cfg.nn_cache_size:
@@ -316,11 +329,31 @@ class Search:
         tree.memory += expansion_bytes(len(moves))
         if node is tree.root:
             self.add_root_noise(tree)
+            self.start_gumbel(tree, spent=1)
+
+    def start_gumbel(self, tree: Tree, spent: int = 0) -> None:
+        """Begin the Gumbel root of this search (gumbel algorithm, expanded root, not yet begun).
+
+        Its budget is the playouts left: a fresh root's own evaluation (`spent`) is one of them,
+        so the halving schedule sums exactly to the visits its moves will get.
+
+        The Gumbel sample is the exploration: drawn for trees that ask for noise (self-play's full
+        searches), zero otherwise (engine, gate, cheap searches), as mctx's gumbel_scale = 0.
+        """
+        root = tree.root
+        if self._gumbel is None or tree.gumbel is not None or not root.expanded or len(root.moves) == 0:
+            return
+        cfg = self.cfg
+        value = root.nn_value if root.nn_value is not None else root.q()  # v of v_mix
+        budget = max(1, tree.target - tree.playouts - spent)
+        tree.gumbel = GumbelRoot(root.prior, cfg.softmax_temperature, value, budget,
+                                 cfg.gumbel_considered, self.rng if tree.noise else None, self._gumbel)
 
     def add_root_noise(self, tree: Tree) -> None:
-        """Mix Dirichlet noise into the root priors once per search (only if the tree asks for it)."""
+        """Mix Dirichlet noise into the root priors once per search (if the tree asks; never with Gumbel,
+        whose sample is the exploration)."""
         root = tree.root
-        if not tree.noise or tree.noised or not root.expanded or len(root.moves) < 2:
+        if self._gumbel is not None or not tree.noise or tree.noised or not root.expanded or len(root.moves) < 2:
             return
         noise = self.rng.dirichlet([self.cfg.dirichlet_alpha] * len(root.moves))
         eps = self.cfg.dirichlet_epsilon

@@ -83,12 +83,22 @@ def best_index(node: Node) -> int:
     return int(np.argmax(score))
 
 
+def chosen_index(tree: Tree) -> int:
+    """The root move to play after a search: a proven win if any, else a Gumbel search's choice
+    (`GumbelRoot.choice`), else `best_index`."""
+    root = tree.root
+    i = best_index(root)
+    if tree.gumbel is None or _child_proof(root, i) == 1.0:
+        return i
+    return tree.gumbel.choice(root.n, root.w)
+
+
 def principal_variation(tree: Tree, max_len: int = 32) -> list[int]:
     """Moves along the best child from the root while nodes are expanded."""
     pv = []
     node = tree.root
     while node is not None and node.expanded and len(pv) < max_len and len(node.moves):
-        i = best_index(node)
+        i = chosen_index(tree) if node is tree.root else best_index(node)
         if node.n[i] <= 0 and _child_proof(node, i) is None:
             break
         pv.append(int(node.moves[i]))
@@ -101,7 +111,7 @@ def root_winrate(tree: Tree) -> float:
     root = tree.root
     if not root.expanded or len(root.moves) == 0:
         return 0.0
-    i = best_index(root)
+    i = chosen_index(tree)
     proof = _child_proof(root, i)
     if proof is not None:
         return proof

@@ -52,6 +52,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("Threads", "spin", "inference.threads", 0, 256),
     UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
     UsiOption("Playouts", "spin", "usi.playouts", 0, 1_000_000_000),
+    UsiOption("SearchAlgorithm", "combo", "search.algorithm", choices=("puct", "gumbel")),
     UsiOption("ByoyomiMargin", "spin", "usi.byoyomi_margin_ms", 0, 60_000),
     UsiOption("TimeMargin", "spin", "usi.time_margin_ms", 0, 60_000),
     UsiOption("ResignThreshold", "spin", "usi.resign_threshold", 0, 1000, to_config=_permille,
