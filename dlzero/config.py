@@ -110,12 +110,31 @@ class ModelConfig:
 
 
 @dataclass
+class QuantizeConfig:
+    """int8 models (`inference.precision: int8`): calibration and the accuracy gate they must pass."""
+
+    calibration: str = _field("auto", _one_of("auto", "minmax", "percentile", "entropy"),
+                              "how activation ranges are chosen; auto: try all, keep the most accurate")
+    keep_fp32: str = _field("auto", _one_of("auto", "none", "stem", "heads", "stem+heads"),
+                            "layers left in fp32; auto: none, then heads, stem, stem+heads until the gate passes")
+    activations: str = _field("uint8", _one_of("uint8", "int8"), "activation type (weights: int8 per channel)")
+    calibration_positions: int = _field(1024, _positive, "positions that set the activation ranges")
+    holdout_positions: int = _field(512, _positive, "other positions (other games) the gate measures on")
+    shards: int = _field(16, _positive, "newest self-play shards of the run to draw positions from")
+    data: str = _field("", None, "positions when the model is not in a run: hcpe3/hcpe file, shard folder or "
+                       "record (CSA/KIF) folder; empty: positions from random games")
+    min_top1: float = _field(0.99, _unit, "gate: least policy top-1 agreement (legal moves) with fp32")
+    max_value_error: float = _field(0.01, _non_negative, "gate: largest mean |value difference| from fp32")
+
+
+@dataclass
 class InferenceConfig:
     """How positions are evaluated: backend, device, precision."""
 
     backend: str = _field("auto", _one_of("auto", "torch", "onnx"), "auto: by model file type")
     device: str = _field("auto", None, "auto, cpu, cuda or cuda:N")
-    precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16"), "auto: fp16 on CUDA, fp32 on CPU")
+    precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16", "int8"),
+                            "auto: fp16 on CUDA, fp32 on CPU; int8: a calibrated quantized ONNX model (onnxruntime)")
     threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
     optimize: str = _field(
         "auto", _one_of("auto", "none", "freeze", "compile", "cuda_graphs"),
@@ -123,6 +142,7 @@ class InferenceConfig:
     )
     providers: list = _field([], None, "onnxruntime providers in order; empty: best available")
     max_batch: int = _field(256, _positive, "largest batch one call may carry")
+    quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from dlzero.config import Config, gate_interval
 from dlzero.rundir import RunDir, generation_name
@@ -63,6 +64,7 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
     from train.generation import train_generation
 
     ensure_best_model(rd, cfg, cfg.train.seed)
+    _ensure_int8(rd.best_model_path(), cfg)
     state = LoopState.load(rd)
     stop_at = state.iteration + generations
     while state.iteration < stop_at:
@@ -78,6 +80,7 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
         if state.phase == "train":
             result = train_generation(rd, cfg, progress=progress)
             state.candidate = result.generation
+            _ensure_int8(rd.model_path(result.generation), cfg)
             state.phase = "gate"
             state.save(rd)
         if state.phase == "gate":
@@ -107,3 +110,12 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             plot_progress(rd)
             state = LoopState(iteration=state.iteration + 1)
             state.save(rd)
+
+
+def _ensure_int8(model: Path, cfg: Config) -> None:
+    """With `inference.precision: int8`, quantize a new model once here (calibrated on the run's newest
+    self-play), rather than in each self-play worker or gating side that loads it."""
+    if cfg.inference.precision == "int8":
+        from dlzero.inference.int8 import ensure_int8
+
+        ensure_int8(model, cfg.inference.quantize)
