@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -86,6 +87,22 @@ def _block_indices(v: Any) -> str | None:
     ok = all((isinstance(i, int) and not isinstance(i, bool) and i >= 0) or (isinstance(i, str) and i.isdigit())
              for i in v)
     return None if ok else "must be a list of block indices (0 = the first block), e.g. [2, 4]"
+
+
+_ANCHOR_NAME = re.compile(r"(random|alphabeta:[1-9]\d*|gen-\d{4,})$")
+
+
+def _anchor_list(v: Any) -> str | None:
+    bad = [a for a in v if not _ANCHOR_NAME.match(str(a))]
+    if bad:
+        return f"names '{bad[0]}', not an anchor (random, alphabeta:N with N >= 1, gen-NNNN; engines: rate.engines)"
+    if "random" not in v:
+        return "must include 'random' (the rating scale's zero)"
+    return None if len(set(v)) == len(v) else "must not name an anchor twice"
+
+
+def _even(v: Any) -> str | None:
+    return None if v > 0 and v % 2 == 0 else "must be an even number > 0 (games come in colour-swapped pairs)"
 
 
 @dataclass
@@ -264,6 +281,28 @@ class GateConfig:
 
 
 @dataclass
+class RateConfig:
+    """Ratings on an anchored scale (`dlzero rate`): the run's models against a fixed anchor pool."""
+
+    anchors: list = _field(["random", "alphabeta:100", "alphabeta:1000", "alphabeta:10000", "gen-0000"],
+                           _anchor_list, "anchor pool, weakest first: random (Elo 0), alphabeta:N (node budget), "
+                           "gen-NNNN; each model plays each anchor, and neighbouring anchors play each other")
+    engines: list = _field([], None, "outside USI engines as NAME=COMMAND; they join the anchor pool")
+    engine_go: str = _field("byoyomi 1000", None, "what follows 'go' for outside engines (e.g. nodes 800)")
+    engine_timeout_s: float = _field(120.0, _positive, "an outside engine silent this long is an error")
+    games: int = _field(20, _even, "games per pairing; `dlzero rate` tops every pairing up to this many")
+    playouts: int = _field(64, _positive, "playouts per move of the run's models (a different count is "
+                           "a different player: games at other counts are left out of the fit)")
+    models: str = _field("promoted", _one_of("promoted", "all"), "which generations to rate")
+    sample: int = _field(0, _non_negative, "rate at most this many of them, evenly spread (0: all)")
+    parallel: int = _field(16, _positive, "games of a pairing played at once")
+    prior_draws: float = _field(1.0, _non_negative, "virtual draws per pair that met (keeps all-win "
+                                "players finite; 0: plain maximum likelihood)")
+    loop: bool = _field(False, None, "the loop rates each promoted model as it goes")
+    every: int = _field(1, _positive, "the loop rates every Nth promoted model")
+
+
+@dataclass
 class ServerConfig:
     """Shared inference servers: one process per device owns the model and batches for many workers."""
 
@@ -307,6 +346,7 @@ class Config:
     selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     gate: GateConfig = field(default_factory=GateConfig)
+    rate: RateConfig = field(default_factory=RateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)

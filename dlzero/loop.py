@@ -9,6 +9,10 @@ Progress is kept in `runs/NAME/loop.json` (written atomically after each phase),
 crash at any point and the same command again continues where it stopped: a finished phase is
 never redone, the trainer resumes from its checkpoint, and self-play only tops up the games the
 current iteration still lacks.
+
+With `rate.loop`, a promoted candidate is also rated against the anchor pool (`dlzero rate`, topped
+up to `rate.games` per pairing, every `rate.every`-th promotion), so `progress.png` and
+`metrics/elo.csv` follow the run on the anchored scale.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlzero.config import Config, gate_interval
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 
 log = logging.getLogger("dlzero.loop")
 
-PHASES = ("selfplay", "train", "gate")
+PHASES = ("selfplay", "train", "gate", "rate")
 
 
 @dataclass
@@ -53,8 +57,9 @@ def gate_due(mode: str, generation: int) -> bool:
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
     from dlzero.gating.promotion import gate_and_promote
+    from dlzero.gating.rating import promoted_generations, rate
+    from dlzero.metrics.plots import plot_progress
     from selfplay.bootstrap import ensure_best_model
-    from selfplay.plots import plot_progress
     from selfplay.session import run_selfplay
     from train.generation import train_generation
 
@@ -89,9 +94,20 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             else:
                 rd.set_best(state.candidate, f"gate.mode {cfg.gate.mode}: promoted without a gate match")
                 line = f"candidate gen {state.candidate} promoted without a gate match (gate.mode {cfg.gate.mode})"
-            plot_progress(rd)
             minutes = (time.perf_counter() - t0) / 60.0
             print(f"[iteration {state.iteration}] {line} ({minutes:.1f} min)", flush=True)
+            state.phase = "rate"
+            state.save(rd)
+        if state.phase == "rate":
+            best_now = rd.best()
+            promoted = best_now is not None and best_now.generation == state.candidate
+            if cfg.rate.loop and promoted and (len(promoted_generations(rd, cfg.gate.mode)) - 1) % cfg.rate.every == 0:
+                rated = rate(rd, cfg, [state.candidate], progress=progress).ratings
+                mine = rated.by_player().get(generation_name(state.candidate)) if rated else None
+                if mine is not None:
+                    print(f"[iteration {state.iteration}] gen {state.candidate} anchored Elo {mine.elo:+.0f} "
+                          f"[{mine.elo_low:+.0f}, {mine.elo_high:+.0f}] over {mine.games} games", flush=True)
+            plot_progress(rd)
             state = LoopState(iteration=state.iteration + 1)
             state.save(rd)
 

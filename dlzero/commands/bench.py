@@ -1,4 +1,4 @@
-"""`dlzero bench infer|search|selfplay|server`: figures for every speed target, as a table or JSON lines."""
+"""`dlzero bench infer|search|selfplay|server|alphabeta`: figures for every speed target, as a table or JSON lines."""
 
 from __future__ import annotations
 
@@ -76,6 +76,27 @@ def register(sub) -> None:
                          "(default: the config's search.algorithm)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
+    _register_alphabeta(bsub)
+
+
+def _register_alphabeta(bsub) -> None:
+    pa = bsub.add_parser("alphabeta", help="the alpha-beta anchor: positions/s, ms per move, "
+                         "games against random and the rung before")
+    add_config_args(pa)
+    pa.add_argument("--nodes", type=_ints, default=[100, 1000, 10000], help="comma-separated node budgets")
+    pa.add_argument("--games", type=int, default=20,
+                    help="games of each rung against random and against the rung before")
+    pa.add_argument("--json", action="store_true", help="one JSON object per line")
+    pa.set_defaults(func=run_alphabeta)
+
+
+def run_alphabeta(args: argparse.Namespace) -> int:
+    from dlzero.bench.alphabeta import bench_alphabeta
+
+    rows = bench_alphabeta(config_from_args(args), args.nodes, args.games)
+    _print_rows(rows, args.json, ["rung", "wdl_vs_random", "wdl_vs_previous", "elo", "nodes_per_s", "ms_per_move",
+                                  "mean_plies"])
+    return 0
 
 
 def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
