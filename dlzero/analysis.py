@@ -1,68 +1,71 @@
-"""JSON-lines analysis engine (like KataGo's): many positions searched through one network batch.
+"""JSON-lines analysis engine (KataGo's analysis protocol, for shogi): many positions, one network batch.
 
-Input: one JSON object per line.
+Input: one JSON object per line; the fields are listed in `dlzero.analysis_query`. For example
 
-    {"id": "q1", "position": "startpos moves 7g7f", "playouts": 400, "multipv": 3,
-     "overrides": {"search.c_init": 1.5}}
+    {"id": "g1", "position": "startpos", "moves": ["7g7f", "3c3d"], "analyzeTurns": [0, 1, 2],
+     "maxVisits": 400, "includePolicy": true, "reportDuringSearchEvery": 0.5, "priority": 1}
 
-- `id` (any JSON value, optional): echoed in the answer so answers can be matched to queries.
-- `position` (string, required): `startpos [moves ...]`, `sfen S [moves ...]` or a bare SFEN.
-- `playouts` (int >= 1, optional): playouts for this query (default: the engine's default).
-- `multipv` (int >= 1, optional): how many root moves to list in `moves` (default 5).
-- `overrides` (object, optional): `search.*` config keys for this query only, validated like `--set`.
+Output: for every analysed turn, zero or more partial answers (`isDuringSearch: true`, only with
+`reportDuringSearchEvery`) and exactly one final answer (`isDuringSearch: false`):
 
-Output: one JSON object per query, in the order the queries were read:
-`{"id", "position", "bestmove", "ponder", "pv", "winrate", "score_cp", "mate", "nodes", "playouts",
-"time_ms", "nps", "moves": [{"move", "visits", "winrate", "prior"}, ...]}`, or `{"id", "error"}` for
-a query that is not valid JSON, has a bad position or a bad override; the engine keeps running.
-`bestmove` is `win` for a declaration win and `resign` when there is no legal move; win rates are
-for the side to move.
+    {"id", "turnNumber", "isDuringSearch", "position",
+     "moveInfos": [{"move", "visits", "winrate", "scoreCp", "prior", "lcb", "order", "pv", ["pvVisits"]}],
+     "rootInfo": {"winrate", "scoreCp", "visits", "currentPlayer"}, ["policy"],
+     "bestmove", "ponder", "pv", "winrate", "score_cp", "mate", "nodes", "playouts", "time_ms", "nps", "moves"}
 
-Why batching: all queries read together (up to `max_batch` lines already waiting) get one Tree
-each, and queries sharing a search config run in lockstep in one `Search.run`, so the network
-sees one batch across positions instead of many small ones.
+Win rates are for the side to move (`currentPlayer`, "b" or "w"); `scoreCp` is dlshogi's
+756 * logit(win rate). `lcb` is a 95% lower bound of a move's win rate that treats each playout
+as a win/loss trial (the tree keeps no variance). `bestmove` is `win` when the side to move can
+declare and `resign` when it has no legal move. `policy` maps every legal move to the network's
+raw probability (softmax at temperature 1, before any search). A turn terminated before any
+playout answers `{"id", "turnNumber", "isDuringSearch": false, "noResults": true}`. Errors are
+`{"id", "error", "field"}`, warnings `{"id", "warning", "field"}`; action queries are echoed back
+(`query_version` adds `version` and `git_hash`).
+
+Scheduling: a reader thread parses lines as they come (actions act at once, even mid-search);
+the main thread takes up to `max_batch` waiting turns, highest `priority` first (ties: arrival
+order), and searches those sharing a search config in lockstep in one `Search.run`, so the
+network sees one batch across positions (each tree adds `search.leaves_per_tree` leaves to it).
+Answers therefore come out of order when priorities differ. End of input drains the queue, then the engine exits.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
-import queue
+import logging
+import math
+import subprocess
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TextIO
 
 import cshogi
+import numpy as np
 
-from dlzero.config import Config, SearchConfig, config_from_dict, config_to_dict
+from dlzero.analysis_query import ACTIONS, QueryError, QueryReader, Task
+from dlzero.config import Config, SearchConfig
+from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
 from dlzero.engine.player import Analysis, root_checks
-from dlzero.errors import ConfigError, DlzeroError
 from dlzero.inference.base import Evaluator
-from dlzero.position import parse_position
 from dlzero.search import (
     Search,
     Tree,
+    best_index,
     mate_distance,
     move_stats,
     principal_variation,
     root_winrate,
+    softmax_priors,
     winrate_to_cp,
 )
+from dlzero.version import __version__
 
-DEFAULT_MULTIPV = 5
-
-
-@dataclass
-class Query:
-    """One validated query."""
-
-    id: Any
-    position: str
-    board: cshogi.Board
-    playouts: int
-    multipv: int
-    search: SearchConfig
+LCB_Z = 1.96
+log = logging.getLogger(__name__)
+PV_MAX = 32
 
 
 def analysis_of(tree: Tree, elapsed: float) -> Analysis:
@@ -78,127 +81,351 @@ def analysis_of(tree: Tree, elapsed: float) -> Analysis:
                     nps=tree.playouts / max(elapsed, 1e-6))
 
 
+def move_infos(tree: Tree, pv_visits: bool) -> list[dict]:
+    """KataGo-style `moveInfos`: every root move the search tried (or proved), best first."""
+    infos = []
+    for stat in move_stats(tree):
+        if stat.visits <= 0 and stat.proven is None:
+            continue
+        winrate = stat.proven if stat.proven is not None else stat.winrate
+        pv, visits = _line(tree, stat.move)
+        info = {"move": stat.usi, "visits": stat.visits, "winrate": round(winrate, 6),
+                "scoreCp": winrate_to_cp(winrate), "prior": round(stat.prior, 6),
+                "lcb": round(_lcb(winrate, stat.visits, stat.proven is not None), 6), "order": len(infos), "pv": pv}
+        if pv_visits:
+            info["pvVisits"] = visits
+        infos.append(info)
+    return infos
+
+
+def _line(tree: Tree, move: int) -> tuple[list[str], list[int]]:
+    """The PV starting with root move `move`, and the visits of each of its moves."""
+    node = tree.root
+    i = node.child_index(move)
+    pv, visits = [cshogi.move_to_usi(move)], [int(round(node.n[i]))]
+    node = node.children[i]
+    while node is not None and node.expanded and len(node.moves) and len(pv) < PV_MAX:
+        j = best_index(node)
+        if node.n[j] <= 0:
+            break
+        pv.append(cshogi.move_to_usi(int(node.moves[j])))
+        visits.append(int(round(node.n[j])))
+        node = node.children[j]
+    return pv, visits
+
+
+def _lcb(winrate: float, visits: int, proven: bool) -> float:
+    """Normal-approximation lower bound of a win rate measured over `visits` win/loss trials."""
+    if proven:
+        return winrate
+    if visits <= 0:
+        return 0.0
+    return min(1.0, max(0.0, winrate - LCB_Z * math.sqrt(winrate * (1.0 - winrate) / visits)))
+
+
+def _player(board: cshogi.Board) -> str:
+    return "b" if board.turn == cshogi.BLACK else "w"
+
+
+def no_results(task: Task) -> dict:
+    """The final answer of a turn terminated before any playout."""
+    return {"id": task.id, "turnNumber": task.turn, "isDuringSearch": False, "noResults": True}
+
+
 class AnalysisEngine:
-    """Answers batches of queries with one Evaluator; Search objects are kept per search config."""
+    """Searches tasks with one Evaluator; Search objects (and their caches) are kept per search config."""
 
     def __init__(self, evaluator: Evaluator, cfg: Config, playouts: int = 800) -> None:
         self.evaluator = evaluator
         self.cfg = cfg
         self.playouts = playouts
+        self.reader = QueryReader(cfg, playouts)
         self._searches: dict[str, Search] = {}
+        self._clear_cache = threading.Event()
+        self._encoder = Encoder()
 
-    def parse(self, line: str) -> Query:
-        """A Query from one JSON line; DlzeroError (or ValueError) says what is wrong."""
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ValueError("a query must be a JSON object")
-        unknown = set(data) - {"id", "position", "playouts", "multipv", "overrides"}
-        if unknown:
-            raise ValueError(f"unknown query fields: {', '.join(sorted(unknown))}")
-        position = data.get("position")
-        if not isinstance(position, str):
-            raise ValueError("'position' must be a string like 'startpos moves 7g7f' or 'sfen ...'")
-        playouts = _positive_int(data, "playouts", self.playouts)
-        multipv = _positive_int(data, "multipv", DEFAULT_MULTIPV)
-        return Query(data.get("id"), position, parse_position(position), playouts, multipv,
-                     self._search_config(data.get("overrides") or {}))
-
+    # -- synchronous API ------------------------------------------------------------------------
     def answer(self, lines: Iterable[str]) -> list[dict]:
-        """Answers for `lines`, in order; valid queries are searched together."""
-        lines = list(lines)
-        answers: list[dict | None] = [None] * len(lines)
-        groups: dict[str, list[tuple[int, Query]]] = {}
+        """Every answer for `lines` (warnings, partial and final answers), grouped by line in input order.
+
+        Valid queries are searched together, as `serve` does with queries that arrive at once.
+        `terminate` has nothing to stop here and is only acknowledged.
+        """
+        out: list[tuple[int, dict]] = []
+        tasks: list[Task] = []
         for i, line in enumerate(lines):
             try:
-                q = self.parse(line)
-            except (DlzeroError, ValueError) as exc:
-                answers[i] = {"id": _id_of(line), "error": str(exc)}
+                parsed = self.reader.read(line)
+            except QueryError as exc:
+                out.append((i, exc.to_answer()))
                 continue
-            settled = root_checks(q.board, q.search.root_mate_depth)
+            out.extend((i, w) for w in parsed.warnings)
+            if parsed.action is not None:
+                out.append((i, self.act(parsed.action)))
+            for task in parsed.tasks:
+                task.seq = i
+                tasks.append(task)
+        self.search(tasks, lambda task, answer: out.append((task.seq, answer)))
+        out.sort(key=lambda item: item[0])
+        return [answer for _, answer in out]
+
+    def act(self, action: dict) -> dict:
+        """Answer an action that needs no scheduler (query_version, clear_cache; others are echoed)."""
+        assert action["action"] in ACTIONS
+        if action["action"] == "query_version":
+            return {**action, "version": __version__, "git_hash": _git_hash()}
+        if action["action"] == "clear_cache":
+            self._clear_cache.set()  # done by the search thread, between two network calls
+        return dict(action)
+
+    # -- searching ------------------------------------------------------------------------------
+    def search(self, tasks: list[Task], emit: Callable[[Task, dict], None]) -> None:
+        """Search `tasks` and emit their answers: those sharing a search config run in lockstep."""
+        self._maybe_clear_cache()
+        policies = self._policies([t for t in tasks if t.include_policy and not t.terminated])
+        groups: dict[str, list[Task]] = {}
+        for task in tasks:
+            if task.terminated:
+                emit(task, no_results(task))
+                continue
+            settled = root_checks(task.board, 0 if task.rules else task.search.root_mate_depth,
+                                  task.search.entering_king_rule)
             if settled is not None:
-                answers[i] = self._answer(q, settled)
-            else:
-                groups.setdefault(repr(q.search), []).append((i, q))
+                emit(task, self._settled_answer(task, settled, policies.get(id(task))))
+                continue
+            groups.setdefault(repr(task.search), []).append(task)
         for key, members in groups.items():
-            search = self._search(key, members[0][1].search)
-            trees = [Tree(q.board) for _, q in members]
-            start = time.perf_counter()
-            search.run(trees, [q.playouts for _, q in members], leaves_per_tree=search.cfg.leaves_per_tree)
-            elapsed = time.perf_counter() - start
-            for (i, q), tree in zip(members, trees, strict=True):
-                answers[i] = self._answer(q, analysis_of(tree, elapsed))
-        return [a for a in answers if a is not None]
+            live = []
+            for task in members:  # a task may be terminated while an earlier group runs
+                if task.terminated:
+                    emit(task, no_results(task))
+                else:
+                    live.append(task)
+            if live:
+                self._run_group(self._search(key, live[0].search), live, policies, emit)
 
-    # -- helpers --------------------------------------------------------------------------------
+    def _run_group(self, search: Search, tasks: list[Task], policies: dict[int, dict],
+                   emit: Callable[[Task, dict], None]) -> None:
+        trees = [Tree(t.board.copy(), move_filter=_move_filter(t) if t.rules else None) for t in tasks]
+        start = time.perf_counter()
+        last_report = [start] * len(tasks)
+
+        def on_step() -> None:
+            self._maybe_clear_cache()
+            now = time.perf_counter()
+            for k, (task, tree) in enumerate(zip(tasks, trees, strict=True)):
+                if task.terminated and tree.target > tree.playouts:
+                    tree.target = tree.playouts  # the tree leaves the search at this step
+                if task.report_every and not tree.done and now - last_report[k] >= task.report_every:
+                    last_report[k] = now
+                    emit(task, self._answer(task, tree, now - start, True, policies.get(id(task))))
+
+        search.run(trees, [t.playouts for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree, on_step=on_step)
+        elapsed = time.perf_counter() - start
+        for task, tree in zip(tasks, trees, strict=True):
+            if tree.playouts == 0 and task.terminated:
+                emit(task, no_results(task))
+            else:
+                emit(task, self._answer(task, tree, elapsed, False, policies.get(id(task))))
+
+    # -- answers --------------------------------------------------------------------------------
     @staticmethod
-    def _answer(q: Query, analysis: Analysis) -> dict:
-        return {"id": q.id, "position": q.position, **analysis.to_dict(q.multipv)}
+    def _answer(task: Task, tree: Tree, elapsed: float, during: bool, policy: dict | None) -> dict:
+        analysis = analysis_of(tree, elapsed)
+        out = {"id": task.id, "turnNumber": task.turn, "isDuringSearch": during, "position": task.position,
+               "moveInfos": move_infos(tree, task.include_pv_visits),
+               "rootInfo": {"winrate": round(analysis.winrate, 6), "scoreCp": analysis.score_cp,
+                            "visits": tree.playouts, "currentPlayer": _player(task.board)},
+               **analysis.to_dict(task.multipv)}
+        if policy is not None:
+            out["policy"] = policy
+        return out
 
-    def _search_config(self, overrides: Any) -> SearchConfig:
-        if not isinstance(overrides, dict):
-            raise ValueError("'overrides' must be an object of 'search.key': value")
-        data = config_to_dict(self.cfg)
-        for key, value in overrides.items():
-            section, _, name = str(key).partition(".")
-            if section != "search" or not name:
-                raise ConfigError(f"override '{key}': only search.* keys can be set per query")
-            data["search"][name] = value
-        return config_from_dict(data).search
+    @staticmethod
+    def _settled_answer(task: Task, analysis: Analysis, policy: dict | None) -> dict:
+        """The answer when the rules decide the root (no legal move, a declaration, a short mate)."""
+        infos = []
+        if analysis.mate is not None:
+            infos.append({"move": analysis.bestmove, "visits": 0, "winrate": 1.0, "scoreCp": analysis.score_cp,
+                          "prior": 0.0, "lcb": 1.0, "order": 0, "pv": list(analysis.pv)})
+            if task.include_pv_visits:
+                infos[0]["pvVisits"] = [0] * len(analysis.pv)
+        out = {"id": task.id, "turnNumber": task.turn, "isDuringSearch": False, "position": task.position,
+               "moveInfos": infos,
+               "rootInfo": {"winrate": analysis.winrate, "scoreCp": analysis.score_cp, "visits": 0,
+                            "currentPlayer": _player(task.board)},
+               **analysis.to_dict(task.multipv)}
+        if policy is not None:
+            out["policy"] = policy
+        return out
+
+    def _policies(self, tasks: list[Task]) -> dict[int, dict]:
+        """Raw policy over the legal moves of each task's root, in one network call."""
+        if not tasks:
+            return {}
+        planes = new_batch_buffer(len(tasks))
+        for k, task in enumerate(tasks):
+            self._encoder.encode_into(task.board, planes[k])
+        logits, _ = self.evaluator.evaluate(np.asarray(planes))
+        out = {}
+        for k, task in enumerate(tasks):
+            moves, labels = legal_moves_and_labels(task.board)
+            probs = softmax_priors(logits[k], labels, 1.0) if len(moves) else np.zeros(0)
+            order = np.argsort(-probs, kind="stable")
+            out[id(task)] = {cshogi.move_to_usi(int(moves[i])): round(float(probs[i]), 6) for i in order}
+        return out
 
     def _search(self, key: str, cfg: SearchConfig) -> Search:
         if key not in self._searches:
             self._searches[key] = Search(self.evaluator, cfg)
         return self._searches[key]
 
+    def _maybe_clear_cache(self) -> None:
+        if self._clear_cache.is_set():
+            self._clear_cache.clear()
+            for search in self._searches.values():
+                search.cache.clear()
 
-def _positive_int(data: dict, key: str, default: int) -> int:
-    value = data.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"'{key}' must be a positive integer, got {value!r}")
-    return value
+
+def _move_filter(task: Task) -> Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None]:
+    """The Tree hook that applies a task's avoidMoves / allowMoves."""
+    def keep(board: cshogi.Board, depth: int, moves: np.ndarray) -> np.ndarray | None:
+        mask = task.allowed(board, depth, [cshogi.move_to_usi(int(m)) for m in moves])
+        return None if mask is None else np.asarray(mask, dtype=bool)
+
+    return keep
 
 
-def _id_of(line: str) -> Any:
-    """The id of a query that failed validation, when it can still be read."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return data.get("id") if isinstance(data, dict) else None
+_GIT_HASH: list[str] = []
+
+
+def _git_hash() -> str:
+    """The checkout's commit, or "<omitted>" outside a git checkout (as KataGo answers)."""
+    if not _GIT_HASH:
+        try:
+            run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                                 capture_output=True, text=True, timeout=5)
+            _GIT_HASH.append(run.stdout.strip() if run.returncode == 0 else "<omitted>")
+        except (OSError, subprocess.SubprocessError):
+            _GIT_HASH.append("<omitted>")
+    return _GIT_HASH[0]
+
+
+class AnalysisServer:
+    """The asynchronous side of `serve`: a priority queue of tasks, actions applied as they arrive."""
+
+    LINGER_S = 0.002  # after the first waiting task, how long to wait for more to batch with it
+
+    def __init__(self, engine: AnalysisEngine, out: TextIO, max_batch: int = 64) -> None:
+        self.engine = engine
+        self.out = out
+        self.max_batch = max_batch
+        self._cond = threading.Condition()
+        self._out_lock = threading.Lock()
+        self._heap: list[tuple[int, int, Task]] = []
+        self._running: list[Task] = []
+        self._seq = 0
+        self._eof = False
+
+    def emit(self, answer: dict) -> None:
+        with self._out_lock:
+            self.out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            self.out.flush()
+
+    def submit(self, line: str) -> None:
+        """Handle one input line (reader thread): queue its tasks, or apply its action now."""
+        if not line.strip():
+            return
+        try:
+            parsed = self.engine.reader.read(line)
+        except QueryError as exc:
+            self.emit(exc.to_answer())
+            return
+        for warning in parsed.warnings:
+            self.emit(warning)
+        if parsed.action is not None:
+            self._act(parsed.action)
+            return
+        with self._cond:
+            for task in parsed.tasks:
+                self._seq += 1
+                task.seq = self._seq
+                heapq.heappush(self._heap, (-task.priority, task.seq, task))
+            self._cond.notify()
+
+    def close_input(self) -> None:
+        with self._cond:
+            self._eof = True
+            self._cond.notify()
+
+    def _act(self, action: dict) -> None:
+        if action["action"] not in ("terminate", "terminate_all"):
+            self.emit(self.engine.act(action))
+            return
+        turns = set(action["turnNumbers"]) if action.get("turnNumbers") is not None else None
+        everything = action["action"] == "terminate_all"
+
+        def hit(task: Task) -> bool:
+            return (everything or task.id == action["terminateId"]) and (turns is None or task.turn in turns)
+
+        self.emit(dict(action))
+        with self._cond:
+            dropped = [t for _, _, t in self._heap if hit(t)]
+            self._heap = [item for item in self._heap if not hit(item[2])]
+            heapq.heapify(self._heap)
+            for task in self._running:
+                if hit(task):
+                    task.terminated = True
+        for task in dropped:
+            self.emit(no_results(task))
+
+    def run(self) -> None:
+        """Search queued tasks until the input has ended and the queue is empty."""
+        while True:
+            with self._cond:
+                while not self._heap and not self._eof:
+                    self._cond.wait()
+                if not self._heap:
+                    return
+                if len(self._heap) < self.max_batch and not self._eof:
+                    self._cond.wait(self.LINGER_S)
+                batch = [heapq.heappop(self._heap)[2] for _ in range(min(self.max_batch, len(self._heap)))]
+                self._running = batch
+            self._search_batch(batch)
+            with self._cond:
+                self._running = []
+
+    def _search_batch(self, batch: list[Task]) -> None:
+        """Search one batch; if it fails, every turn without a final answer gets an error answer."""
+        answered: set[int] = set()
+
+        def emit(task: Task, answer: dict) -> None:
+            if not answer["isDuringSearch"]:
+                answered.add(id(task))
+            self.emit(answer)
+
+        try:
+            self.engine.search(batch, emit)
+        except Exception as exc:  # one failed batch (a broken model file, a device error) must not end the others
+            log.exception("analysis batch failed")
+            for task in batch:
+                if id(task) not in answered:
+                    self.emit({"id": task.id, "turnNumber": task.turn, "isDuringSearch": False,
+                               "error": f"search failed: {type(exc).__name__}: {exc}"})
 
 
 def serve(engine: AnalysisEngine, stream: TextIO, out: TextIO, max_batch: int = 64) -> None:
-    """Answer queries from `stream` until it ends, batching the lines that are already waiting.
-
-    A reader thread feeds a queue; the main thread blocks for one line, then takes whatever else
-    has arrived (up to `max_batch`), so a client that writes many queries at once gets them
-    searched together while a client that writes one at a time is not kept waiting.
-    """
-    lines: queue.Queue[str | None] = queue.Queue()
+    """Answer queries from `stream` until it ends and every queued turn is answered."""
+    server = AnalysisServer(engine, out, max_batch)
 
     def reader() -> None:
-        for line in stream:
-            lines.put(line)
-        lines.put(None)
+        try:
+            for line in stream:
+                server.submit(line)
+        finally:
+            server.close_input()
 
-    threading.Thread(target=reader, name="analysis-reader", daemon=True).start()
-    ended = False
-    while not ended:
-        batch: list[str] = []
-        item = lines.get()
-        while item is not None:
-            if item.strip():
-                batch.append(item)
-            if len(batch) >= max_batch:
-                break
-            try:
-                item = lines.get_nowait()
-            except queue.Empty:
-                break
-        ended = item is None
-        for answer in engine.answer(batch):
-            out.write(json.dumps(answer) + "\n")
-        out.flush()
+    thread = threading.Thread(target=reader, name="analysis-reader", daemon=True)
+    thread.start()
+    server.run()
+    thread.join()

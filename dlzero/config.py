@@ -167,7 +167,8 @@ class TrainConfig:
 
 @dataclass
 class GateConfig:
-    """Gating match: candidate against best, decided by SPRT."""
+    """Gating match: candidate against best over colour-swapped pairs from an opening suite, decided by a
+    pentanomial SPRT; the `suite_*` keys say how `dlzero openings` makes a suite."""
 
     playouts: int = _field(64, _positive)
     max_games: int = _field(100, _positive)
@@ -178,8 +179,17 @@ class GateConfig:
     alpha: float = _field(0.05, _unit)
     beta: float = _field(0.05, _unit)
     cap_pass_score: float = _field(0.55, _unit, "score needed to pass when the game cap is reached")
-    openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: built-in openings")
+    openings: str = _field("", None, "opening suite: a file of 'startpos moves ...' / 'sfen ...' lines, one per "
+                           "colour-swapped pair; empty: the shipped configs/openings/gate.txt")
+    variation_plies: int = _field(2, _positive, "random plies added to a suite line once a match has used every one")
     max_moves: int = _field(320, _positive)
+    suite_min_plies: int = _field(4, _positive, "dlzero openings: fewest plies sampled from the policy")
+    suite_max_plies: int = _field(10, _positive, "dlzero openings: most plies sampled from the policy")
+    suite_margin: float = _field(0.0, _non_negative, "dlzero openings (and variations): most material imbalance "
+                                 "(pawns) after the best move and captures")
+    suite_temperature: float = _field(1.0, _positive, "dlzero openings --model: policy temperature (>1 flatter)")
+    suite_playouts: int = _field(0, _non_negative, "dlzero openings --model: playouts of the balance search (0: none)")
+    suite_value_margin: float = _field(0.1, _unit, "dlzero openings --model: keep if |win rate - 1/2| <= this")
 
 
 @dataclass
@@ -204,6 +214,16 @@ class UsiConfig:
     pv_interval_ms: int = _field(500, _non_negative)
     multipv: int = _field(1, _positive)
     playouts: int = _field(0, _non_negative, "fixed playouts per move (0: by time)")
+    show_wdl: bool = _field(False, None, "info lines carry 'wdl W D L' (permille; D is 0: the value head has no draw)")
+
+
+@dataclass
+class ReviewConfig:
+    """`dlzero review`: every position of a game record searched, the record written back annotated."""
+
+    playouts: int = _field(400, _positive, "playouts per position")
+    blunder_threshold: float = _field(0.2, _unit, "a move losing more win rate than this (mover's view) is a blunder")
+    positions_per_batch: int = _field(32, _positive, "positions searched together (they share network batches)")
 
 
 @dataclass
@@ -218,6 +238,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
 
 
 def _type_of(cls: type, name: str) -> Any:

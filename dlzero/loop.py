@@ -40,9 +40,9 @@ class LoopState:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
+    from dlzero.gating.promotion import gate_and_promote
     from selfplay.bootstrap import ensure_best_model
     from selfplay.plots import plot_progress
-    from selfplay.promotion import gate_and_promote
     from selfplay.session import run_selfplay
     from train.generation import train_generation
 

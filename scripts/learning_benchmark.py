@@ -40,9 +40,9 @@ def run_loop(run: Path, minutes: float, extra: list[str]) -> None:
 
 def measure(run: Path, games: int, playouts: int) -> None:
     from dlzero.config import InferenceConfig
+    from dlzero.gating.arena import RANDOM, play_match
     from dlzero.inference import load_model
     from dlzero.rundir import RunDir, generation_name
-    from selfplay.arena import RANDOM, play_match
     from selfplay.plots import plot_progress
 
     rd = RunDir.open(run)

@@ -1,4 +1,5 @@
-"""Arena: lockstep matches, game-end rules, CSA records."""
+"""Arena: lockstep matches in colour-swapped pairs, no repeated games, the engine's search, game-end rules,
+CSA records."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ import cshogi
 import cshogi.CSA
 import pytest
 
-from dlzero.config import Config
-from dlzero.inference import NullEvaluator
+from dlzero.config import Config, ModelConfig
+from dlzero.engine.player import Player
+from dlzero.engine.timeman import Limits
+from dlzero.gating.arena import GameRecord, append_rating, game_end, load_openings, play_match
+from dlzero.gating.openings import position_key
+from dlzero.gating.sprt import pair_llr
+from dlzero.inference import NullEvaluator, load_model
+from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.position import parse_position
-from selfplay.arena import BUILTIN_OPENINGS, GameRecord, append_rating, game_end, load_openings, play_match
+from dlzero.search import Search
 
 CSA_WIN = {cshogi.BLACK: 1, cshogi.WHITE: 2, None: 0}  # cshogi's Parser.win codes
 
@@ -50,15 +57,103 @@ def test_null_vs_random_games_are_consistent_and_recorded(tmp_path):
     assert wins == result.wins
 
 
-def test_sprt_stops_a_match_early():
+def test_sprt_stops_a_match_early_and_counts_pairs():
     cfg = _cfg(max_moves=12)  # random movers cannot mate in 12 plies: every game is a draw
-    cfg.gate.alpha = cfg.gate.beta = 0.45  # bounds +-0.2: a few equal results show "not +35 Elo"
+    cfg.gate.alpha = cfg.gate.beta = 0.45  # bounds +-0.2007: a few equal results show "not +35 Elo"
     calls = []
     result = play_match("random", "random", 40, cfg, parallel=4, sprt=True,
-                        on_game=lambda g, m: calls.append(m.decision))
-    assert result.draws == result.n_games == len(calls) == 5
-    assert result.decision == "reject" and result.llr <= result.bounds[0]
-    assert calls == ["continue"] * 4 + ["reject"]
+                        on_game=lambda g, m: calls.append((g.index, m.n_pairs, m.decision)))
+    # every pair scores 1 of 2; with the pseudo-counts (0.25 per category) the LLR after k such pairs
+    # is -n^2 (s1 - 1/2)^2 / (2 * 0.15625), n = k + 1.25: k = 3 gives -0.146, k = 4 gives -0.222
+    assert result.pairs == [0, 0, 4, 0, 0]
+    assert result.draws == result.n_games == len(calls) == 8
+    assert result.decision == "reject" and result.llr == pytest.approx(pair_llr(result.pairs, 0, 35))
+    assert result.llr == pytest.approx(-0.2223, abs=1e-4)
+    # a game is reported when its pair is complete; the test moves only on complete pairs
+    assert [(n, d) for _, n, d in calls] == [(k // 2 + k % 2, "continue") for k in range(7)] + [(4, "reject")]
+    reported = {i for i, _, _ in calls}
+    assert len(reported) == 8 and {i ^ 1 for i in reported} == reported  # four whole pairs
+
+
+def _tiny_models(tmp_path, cfg: Config, seeds=(1, 2)):
+    models = []
+    for seed in seeds:
+        path = tmp_path / f"m{seed}.pt"
+        save_model(new_model(cfg.model, seed=seed), path, ModelMetadata(generation=seed))
+        models.append(load_model(path, cfg.inference))
+    return models
+
+
+def _tiny_cfg(max_moves: int, playouts: int = 8) -> Config:
+    cfg = _cfg(max_moves=max_moves, playouts=playouts)
+    cfg.model = ModelConfig(blocks=1, channels=16, value_channels=1, value_fc=16)
+    return cfg
+
+
+def test_48_games_between_two_random_tiny_models_are_48_distinct_games(tmp_path):
+    """Deterministic searchers from 12 built-in openings used to give at most 24 distinct games."""
+    cfg = _tiny_cfg(max_moves=60)
+    a, b = _tiny_models(tmp_path, cfg)
+    result = play_match(a, b, 48, cfg, parallel=16)
+    assert result.n_games == 48 and result.n_pairs == 24
+    assert len({(g.start_sfen, tuple(g.moves)) for g in result.games}) == 48
+    # 24 start positions, none a transposition of another, each played once with each colour
+    starts: dict[str, set[bool]] = {}
+    for g in result.games:
+        board = cshogi.Board(g.start_sfen)
+        for move in g.moves[: g.opening_plies]:
+            board.push(move)
+        starts.setdefault(position_key(board), set()).add(g.a_is_black)
+    assert len(starts) == 24 and all(colours == {True, False} for colours in starts.values())
+    # pair scores add up to the games' score
+    assert sum(k / 2 * n for k, n in enumerate(result.pairs)) == pytest.approx(result.wins + result.draws / 2)
+
+
+def test_more_pairs_than_openings_vary_the_openings():
+    cfg = _cfg(max_moves=6)
+    result = play_match("random", "random", 12, cfg, openings=["startpos moves 7g7f 3c3d"], seed=5)
+    keys = set()
+    for g in result.games:
+        board = cshogi.Board(g.start_sfen)
+        for move in g.moves[: g.opening_plies]:
+            board.push(move)
+        keys.add(position_key(board))
+        assert g.moves[:2] == list(parse_position("startpos moves 7g7f 3c3d").history)
+    assert len(keys) == 6
+    assert {g.opening_plies for g in result.games if g.index >= 2} == {2 + cfg.gate.variation_plies}
+
+
+def test_leaves_per_tree_do_not_depend_on_the_games_running(monkeypatch):
+    seen: list[tuple[int, int | None]] = []
+    real_run = Search.run
+
+    def spy(self, trees, playouts, leaves_per_tree=None, **kwargs):
+        seen.append((len(trees), leaves_per_tree or self.cfg.leaves_per_tree))
+        return real_run(self, trees, playouts, leaves_per_tree, **kwargs)
+
+    monkeypatch.setattr(Search, "run", spy)
+    cfg = _cfg(max_moves=40, playouts=12)
+    cfg.gate.leaves_per_tree = 3
+    cfg.search.leaves_per_tree = 6  # the engine's; the old arena divided its batch size among the trees
+    play_match(NullEvaluator(), "random", 8, cfg, parallel=8)
+    assert len({n for n, _ in seen}) > 2  # the number of trees searched together varied
+    assert {leaves for _, leaves in seen} == {3}
+
+
+def test_arena_and_engine_pick_the_same_move(tmp_path):
+    cfg = _tiny_cfg(max_moves=60, playouts=24)
+    cfg.search.leaves_per_tree = cfg.gate.leaves_per_tree = 8  # the engine's and the arena's leaves per tree;
+    # three batches per move, so the leaves per batch shape the search
+    cfg.search.root_mate_depth = 0
+    (model,) = _tiny_models(tmp_path, cfg, seeds=(3,))
+    line = "startpos moves 7g7f 3c3d 2g2f 8c8d"
+    # four games at once: the first two from `line` (A Black, then A White), two more from variations
+    result = play_match(model, model, 4, cfg, parallel=4, openings=[line])
+    player = Player(model, cfg)
+    player.set_position(parse_position(line))
+    best = player.think(Limits(playouts=24)).bestmove
+    first_moves = {cshogi.move_to_usi(g.moves[g.opening_plies]) for g in result.games if g.index < 2}
+    assert first_moves == {best}
 
 
 def test_random_vs_random_plays_to_real_endings():
@@ -96,9 +191,7 @@ def test_csa_end_codes(reason, winner, code, win):
     assert cshogi.CSA.Parser.parse_str(text)[0].win == win
 
 
-def test_openings(tmp_path):
-    for line in BUILTIN_OPENINGS:
-        parse_position(line)
+def test_openings_file(tmp_path):
     path = tmp_path / "openings.txt"
     path.write_text("# comment\nstartpos moves 7g7f\n\nsfen 4k4/9/9/9/9/9/9/9/4K4 b G 1 moves G*5b\n")
     assert len(load_openings(path)) == 2
@@ -113,3 +206,30 @@ def test_append_rating_writes_header_once(tmp_path):
     append_rating(path, {"generation": 2, "opponent": 1, "decision": "reject"})
     lines = path.read_text().splitlines()
     assert lines[0].startswith("generation,opponent,games") and len(lines) == 3
+
+
+class _FirstMove:
+    """A MoveChooser: the first legal move, or resign once the game is `resign_at` plies long."""
+
+    name = "first"
+
+    def __init__(self, resign_at: int = 10_000) -> None:
+        self.resign_at = resign_at
+
+    def choose(self, boards):
+        return [None if len(b.history) >= self.resign_at else next(iter(b.legal_moves)) for b in boards]
+
+
+def test_move_chooser_sides_play_and_resign():
+    result = play_match(_FirstMove(), "random", 4, _cfg(max_moves=20), parallel=4)
+    assert result.n_games == 4 and result.n_pairs == 2
+    for g in result.games:
+        board = cshogi.Board(g.start_sfen)
+        for ply, move in enumerate(g.moves):
+            mover_is_a = (board.turn == cshogi.BLACK) == g.a_is_black
+            if mover_is_a and ply >= g.opening_plies:
+                assert move == next(iter(board.legal_moves))
+            board.push(move)
+    resigner = play_match(_FirstMove(resign_at=0), "random", 2, _cfg(), parallel=2)
+    assert {g.reason for g in resigner.games} == {"resign"} and resigner.losses == 2
+    assert resigner.pairs == [1, 0, 0, 0, 0]

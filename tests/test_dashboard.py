@@ -366,3 +366,17 @@ def test_a_torn_last_csv_line_is_left_out_without_a_warning(loop_run, tmp_path):
     path.write_text(path.read_text() + "999,3,32,4.1")  # a writer appending in place, caught mid-line
     state = RunView(run).state()
     assert state["training"] == whole and state["warnings"] == []
+
+
+def test_throughput_counts_time_when_some_writer_ran():
+    from dlzero.dashboard.runview import ShardStats, _busy_seconds
+
+    def shard(session: str, start: float, mtime: float) -> ShardStats:
+        return ShardStats(games=1, plies=1, targets=0, black_wins=0, draws=0, max_moves=0, mtime=mtime,
+                          session=session, session_start=start)
+
+    # two workers side by side (0..100 and 20..120, one with two shards), then, after training and
+    # gating, a later session (500..560): 120 + 60 seconds of self-play, not 560
+    items = [shard("w0", 0, 50), shard("w0", 0, 100), shard("w1", 20, 120), shard("w0b", 500, 560)]
+    assert _busy_seconds(items) == 180
+    assert _busy_seconds([shard("w0", 10, 10)]) is None

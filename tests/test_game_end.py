@@ -14,9 +14,9 @@ from dlzero.config import Config, SearchConfig
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, FLAG_NYUGYOKU, FLAG_REPETITION, RESULT_DRAW, WHITE_WIN
 from dlzero.engine.player import root_checks
 from dlzero.game_end import GameRules, Verdict, can_declare, earlier_occurrences, game_end, leaf_value
+from dlzero.gating.arena import game_end as arena_game_end
 from dlzero.position import parse_position
 from dlzero.search.rules import leaf_result
-from selfplay.arena import game_end as arena_game_end
 from selfplay.games import end_of_game
 
 B, W = cshogi.BLACK, cshogi.WHITE

@@ -13,7 +13,7 @@ layers below, never above:
     inference    dlzero.inference
     search       dlzero.search
     engine       dlzero.engine, dlzero.usi, dlzero.analysis, dlzero.analysis_query, dlzero.review
-    gating       dlzero.gating (and the arena, SPRT and promotion while they live in selfplay/)
+    gating       dlzero.gating                                   (arena, openings, SPRT, promotion, match sides)
     stages       selfplay, train, dlzero.metrics                 (selfplay and train: neither imports the other)
     wiring       dlzero.loop, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard,
                  dlzero.usi.__main__, and the package itself (`dlzero/__init__.py`, the public facade)
@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("inference", ("dlzero.inference",)),
     ("search", ("dlzero.search",)),
     ("engine", ("dlzero.engine", "dlzero.usi", "dlzero.analysis", "dlzero.analysis_query", "dlzero.review")),
-    ("gating", ("dlzero.gating", "selfplay.arena", "selfplay.sprt", "selfplay.promotion")),
+    ("gating", ("dlzero.gating",)),
     ("stages", ("selfplay", "train", "dlzero.metrics")),
     ("wiring", ("dlzero.loop", "dlzero.commands", "dlzero.cli", "dlzero.bench", "dlzero.dashboard",
                 "dlzero.usi.__main__")),

@@ -7,16 +7,18 @@ import csv
 import json
 import os
 
+import cshogi
 import pytest
 
-import selfplay.promotion as promotion
+import dlzero.gating.promotion as promotion
 from dlzero.commands import gate, match
 from dlzero.config import Config, ModelConfig
 from dlzero.errors import RunDirError
+from dlzero.gating.arena import MatchResult
+from dlzero.gating.openings import position_key
+from dlzero.gating.promotion import gate_and_promote
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
-from selfplay.arena import MatchResult
-from selfplay.promotion import gate_and_promote
 
 
 def _cfg() -> Config:
@@ -129,3 +131,28 @@ def test_gate_command(run, capsys):
                               "--threads", "1", "--set", "gate.max_moves=12"])
     assert args.func(args) == 0
     assert "2 games, W-D-L" in capsys.readouterr().out
+
+
+def test_successive_gates_play_different_openings(run, monkeypatch):
+    rd, cfg = run
+    cfg.gate.max_games = 4
+    save_model(new_model(cfg.model, seed=2), rd.model_path(2), ModelMetadata(generation=2))
+    starts: dict[int, set[str]] = {}
+    real = promotion.play_match
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        keys = set()
+        for g in result.games:
+            board = cshogi.Board(g.start_sfen)
+            for move in g.moves[: g.opening_plies]:
+                board.push(move)
+            keys.add(position_key(board))
+        starts[len(starts)] = keys
+        return result
+
+    monkeypatch.setattr(promotion, "play_match", spy)
+    first = gate_and_promote(rd, cfg, 1, progress=False, parallel=4, report=False)
+    gate_and_promote(rd, cfg, 2, progress=False, parallel=4, report=False)
+    assert len(starts[0]) == len(starts[1]) == 2 and not starts[0] & starts[1]
+    assert sum(first.pairs) == 2 and "pairs 0/0.5/1/1.5/2: " in first.summary()

@@ -7,7 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from selfplay.sprt import elo_from_score, elo_interval, llr, sprt_bounds, sprt_decision
+from dlzero.gating.sprt import (
+    elo_from_score,
+    elo_interval,
+    llr,
+    pair_category,
+    pair_elo_interval,
+    pair_llr,
+    pair_sprt_decision,
+    sprt_bounds,
+    sprt_decision,
+)
 
 
 def test_bounds_are_walds_formulas():
@@ -73,3 +83,59 @@ def test_elo_interval_contains_estimate_and_shrinks():
     assert elo_interval(0, 0, 0) == (0.0, -math.inf, math.inf)
     elo, low, high = elo_interval(0, 6, 0)  # all draws: estimate 0, but not a zero-width interval
     assert elo == 0.0 and low < -50 and high > 50
+
+
+# -- pentanomial (colour-swapped pairs) ------------------------------------------------------------------
+def test_pair_llr_hand_worked():
+    # pairs scoring 0, 1/2, 1, 3/2, 2 points: 0, 1, 2, 4, 3; plus 0.25 per category -> n = 11.25,
+    # per-game scores 0, .25, .5, .75, 1: sum = .3125 + 1.125 + 3.1875 + 3.25 = 7.875, mean = 0.7,
+    # variance = (.25*.49 + 1.25*.2025 + 2.25*.04 + 4.25*.0025 + 3.25*.09) / 11.25 = .76875 / 11.25,
+    # s0 = 0.5, s1 = 1 / (1 + 10^(-35/400)) = 0.550199;
+    # LLR = n (s1 - s0) (2 mean - s0 - s1) / (2 var) = 11.25 * .050199 * .349801 / .136667 = 1.4455
+    assert pair_llr([0, 1, 2, 4, 3], 0, 35) == pytest.approx(1.4455, abs=1e-4)
+    assert pair_sprt_decision([0, 1, 2, 4, 3], 0, 35, 0.05, 0.05)[0] == "continue"
+    assert pair_llr([0, 0, 0, 0, 0], 0, 35) == 0.0
+    # the mirror image is as strong evidence the other way for the mirrored hypotheses
+    assert pair_llr([3, 4, 2, 1, 0], 0, -35) == pytest.approx(1.4455, abs=1e-4)
+
+
+def test_pair_elo_interval_hand_worked():
+    # mean of the counts themselves: (1*.25 + 2*.5 + 4*.75 + 3*1) / 10 = 0.725 -> Elo 168.40;
+    # half-width 1.959964 * sqrt(.068333 / 10) = 0.162018 -> scores 0.562982, 0.887018 -> Elo 44.00, 357.97
+    elo, low, high = pair_elo_interval([0, 1, 2, 4, 3])
+    assert (elo, low, high) == pytest.approx((168.40, 44.00, 357.97), abs=0.01)
+    assert pair_elo_interval([0, 0, 0, 0, 0]) == (0.0, -math.inf, math.inf)
+
+
+def test_pairs_of_independent_games_agree_with_the_trinomial_model():
+    """With no correlation inside a pair, N pairs carry the evidence of 2N independent games."""
+    win, draw, loss = 0.45, 0.2, 0.35
+    game = {1.0: win, 0.5: draw, 0.0: loss}
+    pair = [0.0] * 5
+    for s1, p1 in game.items():
+        for s2, p2 in game.items():
+            pair[pair_category(s1 + s2)] += p1 * p2
+    n_pairs = 20000
+    penta = pair_llr([round(p * n_pairs) for p in pair], 0, 35)
+    tri = llr(round(win * 2 * n_pairs), round(draw * 2 * n_pairs), round(loss * 2 * n_pairs), 0, 35)
+    assert penta == pytest.approx(tri, rel=2e-3)
+    assert pair_elo_interval([round(p * n_pairs) for p in pair]) == pytest.approx(
+        elo_interval(round(win * 2 * n_pairs), round(draw * 2 * n_pairs), round(loss * 2 * n_pairs)), rel=2e-3)
+
+
+def test_pairs_cancel_an_opening_bias():
+    """Every pair won by whoever had the better side of its opening: 1 point each, equal players.
+    Counted as independent games that is a noisy 50%; counted as pairs it is a clear "no stronger"."""
+    n = 20
+    assert pair_sprt_decision([0, 0, n, 0, 0], 0, 35, 0.05, 0.05)[0] == "reject"
+    assert sprt_decision(n, 0, n, 0, 35, 0.05, 0.05)[0] == "continue"
+    low, high = pair_elo_interval([0, 0, n, 0, 0])[1:]
+    assert high - low < (elo_interval(n, 0, n)[2] - elo_interval(n, 0, n)[1]) / 3
+
+
+def test_pair_category_checks_its_input():
+    assert [pair_category(p) for p in (0, 0.5, 1, 1.5, 2)] == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="0, 0.5, 1, 1.5 or 2"):
+        pair_category(2.5)
+    with pytest.raises(ValueError, match="5 entries"):
+        pair_llr([1, 2, 3], 0, 35)

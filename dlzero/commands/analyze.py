@@ -1,4 +1,4 @@
-"""`dlzero analyze`: JSON-lines analysis engine on stdin/stdout (see `dlzero.analysis`)."""
+"""`dlzero analyze`: JSON-lines analysis engine on stdin/stdout, KataGo's analysis protocol (see `dlzero.analysis`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from dlzero.commands.common import add_config_args, add_inference_args, config_f
 
 
 def register(sub) -> None:
-    p = sub.add_parser("analyze", help="answer JSON analysis queries from stdin, one per line")
+    p = sub.add_parser("analyze", help="answer JSON analysis queries from stdin, one per line "
+                       "(KataGo's protocol; docs/analysis.md)")
     p.add_argument("--model", required=True, help="model file (.pt or .onnx)")
-    p.add_argument("--playouts", type=int, default=800, help="playouts of a query that gives none")
-    p.add_argument("--max-batch", type=int, default=64, help="most queries searched together (default 64)")
+    p.add_argument("--playouts", type=int, default=800, help="playouts of a query that gives no maxVisits/playouts")
+    p.add_argument("--max-batch", type=int, default=64,
+                   help="most turns searched together, highest priority first (default 64)")
     add_config_args(p)
     add_inference_args(p)
     p.set_defaults(func=run)

@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    from selfplay.promotion import gate_and_promote
+    from dlzero.gating.promotion import gate_and_promote
 
     rd, cfg = run_from_args(args, GATE_KEYS, "dlzero gate", create=False)
     candidate = args.candidate

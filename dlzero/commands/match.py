@@ -26,8 +26,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlzero.gating.arena import RANDOM, play_match
     from dlzero.inference import load_model
-    from selfplay.arena import RANDOM, play_match
 
     cfg = config_from_args(args, MATCH_KEYS)
     names = (args.model_a, args.model_b)

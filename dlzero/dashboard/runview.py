@@ -43,6 +43,7 @@ class ShardStats:
     draws: int
     max_moves: int
     mtime: float
+    session: str  # the writer's name stem: shards of one writer share it
     session_start: float | None  # from the shard's name: when its writer started
 
 
@@ -191,7 +192,8 @@ class RunView:
     def _shard_stats(self, path: Path) -> ShardStats:
         games = read_hcpe3(path, validate=False)
         read_sidecar(path)  # a shard without a readable sidecar is not complete
-        match = _SESSION_START.search(path.name[: -len(SHARD_SUFFIX)])
+        stem = path.name[: -len(SHARD_SUFFIX)]
+        match = _SESSION_START.search(stem)
         start = None
         if match:
             try:
@@ -203,7 +205,7 @@ class RunView:
                           black_wins=sum(1 for g in games if g.winner == BLACK_WIN),
                           draws=sum(1 for g in games if g.winner == RESULT_DRAW),
                           max_moves=sum(1 for g in games if g.result & FLAG_MAX_MOVES),
-                          mtime=path.stat().st_mtime, session_start=start)
+                          mtime=path.stat().st_mtime, session=stem.rsplit("-", 1)[0], session_start=start)
 
     def shards(self) -> list[tuple[int, Path]]:
         """(generation, shard) for every complete shard, oldest first (temp files start with '.')."""
@@ -229,18 +231,12 @@ class RunView:
         sp = cfg.get("selfplay", {}) if isinstance(cfg, dict) else {}
         playouts, cheap = sp.get("playouts"), sp.get("cheap_playouts")
         rows = []
-        prev_end = None
         for gen in sorted(per_gen):
             items = per_gen[gen]
             games = sum(s.games for s in items)
             plies = sum(s.plies for s in items)
             targets = sum(s.targets for s in items)
-            end = max(s.mtime for s in items)
-            starts = [s.session_start for s in items if s.session_start is not None]
-            begin = min(starts) if starts else None
-            if begin is not None and prev_end is not None:
-                begin = max(begin, prev_end)  # a long-lived worker's session may predate this generation
-            span = end - begin if begin is not None and end > begin else None
+            span = _busy_seconds(items)
             row = {"generation": gen, "shards": len(items), "games": games, "positions": plies,
                    "mean_length": plies / games if games else None,
                    "sente_win_rate": sum(s.black_wins for s in items) / games if games else None,
@@ -252,7 +248,6 @@ class RunView:
             if span and isinstance(playouts, int) and isinstance(cheap, int):
                 row["playouts_per_s"] = (targets * playouts + (plies - targets) * cheap) / span
             rows.append(row)
-            prev_end = end
         state = self._json(self.root / "selfplay_state.json", warn)
         resign = None
         if isinstance(state, dict) and "checked" in state:
@@ -352,6 +347,24 @@ class RunView:
     def gating_game(self, rel: str) -> Replay:
         path = self.resolve(rel, self.rd.games_dir, ".csa")
         return self.cache.get(path, "csa", lambda p: csa_replay(p, rel))
+
+
+def _busy_seconds(items: list[ShardStats]) -> float | None:
+    """Seconds during which some writer of these shards was running: the union of [start, last shard]
+    per writer. Parallel workers overlap (counted once); the loop's training and gating between two
+    self-play phases fall in no interval. None when no shard name carries a start time."""
+    spans: dict[str, list[float]] = {}
+    for s in items:
+        if s.session_start is None:
+            continue
+        start, end = spans.setdefault(s.session, [s.session_start, s.session_start])
+        spans[s.session][1] = max(end, s.mtime)
+    busy, reach = 0.0, float("-inf")
+    for start, end in sorted(spans.values()):
+        if end > reach:
+            busy += end - max(start, reach)
+            reach = end
+    return busy if busy > 0 else None
 
 
 def _read_yaml(path: Path) -> Any:

@@ -18,7 +18,8 @@ bestMove16, eval 0 (records have no engine eval) and gameResult from the record.
 - KIF: the main line only (variations after the first "変化：" line are ignored), handicaps by
   手合割, board diagrams (custom start positions, which cshogi's own KIF parser ignores) read
   here; moves are read with cshogi's `KIF.Parser.parse_move_str`. CSA: cshogi's parser, every
-  game of a multi-game ("/"-separated) file.
+  game of a multi-game ("/"-separated) file. KI2 (moves without their origin square): cshogi's
+  KI2 parser, which resolves 右/左/上/引 against the board.
 - Text encoding: the declared one (`'encoding=` in CSA, `#KIF ... encoding=` in KIF) if any,
   else UTF-8, then cp932, then EUC-JP.
 - Isolation. cshogi's parsers are C++ and can crash the whole process on bad input (the CSA parser
@@ -50,6 +51,7 @@ from typing import IO, NamedTuple
 
 import cshogi
 import cshogi.CSA
+import cshogi.KI2
 import cshogi.KIF
 import numpy as np
 from tqdm import tqdm
@@ -57,7 +59,7 @@ from tqdm import tqdm
 from dlzero.data.hcpe import HCPE_DTYPE, find_bad_hcp, format_move16, legal_move16s, write_hcpe
 from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, WHITE_WIN
 
-RECORD_SUFFIXES = (".csa", ".kif", ".kifu")
+RECORD_SUFFIXES = (".csa", ".kif", ".kifu", ".ki2")
 DEFAULT_TIMEOUT_S = 120.0
 
 # ---------------------------------------------------------------- results
@@ -295,6 +297,18 @@ def _parse_kif(text: str) -> list[_ParsedGame]:
     return [_ParsedGame(sfen, moves, winner, ending, notes)]
 
 
+# ---------------------------------------------------------------- KI2
+
+_CSHOGI_WINNER = {cshogi.BLACK_WIN: BLACK_WIN, cshogi.WHITE_WIN: WHITE_WIN, cshogi.DRAW: RESULT_DRAW}
+
+
+def _parse_ki2(text: str) -> list[_ParsedGame]:
+    """A KI2 file as one game; cshogi's parser names the winner from the "まで…" line."""
+    parser = cshogi.KI2.Parser.parse_str(text)
+    ending = parser.endgame or "no result"
+    return [_ParsedGame(parser.sfen, list(parser.moves), _CSHOGI_WINNER.get(parser.win), ending)]
+
+
 # ---------------------------------------------------------------- replay
 
 
@@ -339,6 +353,8 @@ def _parse_games(path: str, text: str) -> list[_ParsedGame]:
         return _parse_csa(text)
     if suffix in (".kif", ".kifu"):
         return _parse_kif(text)
+    if suffix == ".ki2":
+        return _parse_ki2(text)
     raise ValueError(f"unknown record format {suffix!r} (expected {', '.join(RECORD_SUFFIXES)})")
 
 
@@ -405,6 +421,11 @@ def _worker_env() -> dict[str, str]:
 
 def _death_reason(returncode: int | None, stderr: IO[bytes]) -> str:
     """Why a child stopped early, with the last line it wrote to stderr (often the real cause)."""
+    stderr.seek(0)
+    return _exit_reason(returncode, stderr.read())
+
+
+def _exit_reason(returncode: int | None, stderr: bytes) -> str:
     if returncode is not None and returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -413,8 +434,7 @@ def _death_reason(returncode: int | None, stderr: IO[bytes]) -> str:
         reason = f"parser crashed (signal {-returncode}, {name})"
     else:
         reason = f"parser process exited with status {returncode}"
-    stderr.seek(0)
-    lines = stderr.read().decode("utf-8", "replace").strip().splitlines()
+    lines = stderr.decode("utf-8", "replace").strip().splitlines()
     return f"{reason}: {lines[-1][:200]}" if lines and returncode is not None and returncode > 0 else reason
 
 
@@ -510,3 +530,82 @@ def import_records(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         write_hcpe(out, np.concatenate(chunks))
     return report
+
+
+# ---------------------------------------------------------------- games for review
+
+
+@dataclass
+class GameRecord:
+    """One game of a record file, as `dlzero review` needs it: start, legal moves, how it ended.
+
+    `moves` are cshogi moves of the legal prefix (a record cut at an illegal move keeps the moves
+    before it, and `notes` says so); `ending` is the record's own terminal word ("%TORYO", "投了",
+    "%KACHI", ...; "no result" if none); `winner` is BLACK_WIN, WHITE_WIN, RESULT_DRAW or None.
+    """
+
+    sfen: str
+    moves: list[int]
+    ending: str
+    winner: int | None
+    notes: list[str] = field(default_factory=list)
+    cut: bool = False  # the record goes on past `moves` with a move that is unreadable or illegal
+
+
+def _game_record(game: _ParsedGame) -> GameRecord:
+    """The legal prefix of a parsed game, with moves normalised through cshogi's move16 lookup."""
+    board = cshogi.Board(game.sfen)
+    notes = list(game.notes)
+    cut = bool(notes)  # the KIF reader only leaves notes when it stopped at an unreadable move
+    moves: list[int] = []
+    for move in game.moves:
+        move16 = move & 0xFFFF
+        if move16 not in legal_move16s(board):
+            what = f"({format_move16(move16)}) is illegal" if move16 else "was not understood by the parser"
+            notes.append(f"move {len(moves) + 1} {what}; kept the {len(moves)} moves before it")
+            cut = True
+            break
+        full = board.move_from_move16(move16)
+        moves.append(full)
+        board.push(full)
+    return GameRecord(game.sfen, moves, game.ending, game.winner, notes, cut)
+
+
+_GAMES_CODE = "import sys; from dlzero.data.records import _games_main; sys.exit(_games_main(sys.argv[1]))"
+
+
+def _games_main(path: str) -> int:
+    """Child process of `read_games`: one pickled (games, error) pair on the original stdout."""
+    results = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # cshogi prints diagnostics to stdout
+    try:
+        games = [_game_record(g) for g in _parse_games(path, decode_record(Path(path).read_bytes()))]
+        payload: tuple = (games, None)
+    except Exception as e:  # any parser failure is reported to the parent, which raises it as ValueError
+        payload = ([], f"{type(e).__name__}: {e}")
+    results.write(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+    results.flush()
+    return 0
+
+
+def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[GameRecord]:
+    """Every game of one CSA/KIF/KI2 file, parsed in a child process (cshogi's parsers can crash).
+
+    Raises ValueError naming the file and the cause when it cannot be read at all.
+    """
+    path = str(path)
+    if Path(path).suffix.lower() not in RECORD_SUFFIXES:
+        raise ValueError(f"{path}: unknown record format (expected {', '.join(RECORD_SUFFIXES)})")
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        run = subprocess.run([sys.executable, "-c", _GAMES_CODE, path], capture_output=True,
+                             env=_worker_env(), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"{path}: parser timed out after {timeout_s:g} s") from None
+    if run.returncode != 0 or not run.stdout:
+        raise ValueError(f"{path}: {_exit_reason(run.returncode, run.stderr)}")
+    games, error = pickle.loads(run.stdout)
+    if error is not None:
+        raise ValueError(f"{path}: {error}")
+    return games

@@ -45,6 +45,8 @@ class Tree:
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
     noised: bool = False
+    # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
+    move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
 
     @property
     def done(self) -> bool:
@@ -73,6 +75,7 @@ class _Leaf:
     moves: np.ndarray
     labels: np.ndarray
     key: int
+    cacheable: bool = True
 
 
 class _Done:
@@ -250,8 +253,12 @@ class Search:
             if result == 0.0 and len(path) > 1:
                 path[-1][0].terminal = 1.0  # the mover has a winning move: its node is proven won
             return False
+        # A filtered node's priors cover only some moves: it must not share the cache with full nodes.
+        keep = tree.move_filter(board, len(path), moves) if tree.move_filter is not None else None
+        if keep is not None:
+            moves, labels = moves[keep], labels[keep]
         key = board.zobrist_hash()
-        cached = self.cache.get(key) if self.cfg.nn_cache_size else None
+        cached = self.cache.get(key) if self.cfg.nn_cache_size and keep is None else None
         if cached is not None:
             self.cache.move_to_end(key)
             prior, value = cached
@@ -261,7 +268,7 @@ class Search:
             return True
         node.pending = True
         self.encoder.encode_into(board, self._buffer[len(leaves)])
-        leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
+        leaves.append(_Leaf(tree, list(path), node, moves, labels, key, keep is None))
         return True
 
     def _finish(self, result: Future | _Done, leaves: list[_Leaf], t0: float) -> None:
@@ -279,7 +286,7 @@ class Search:
             leaf.tree.inflight -= 1
             self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
             node.nn_value = value
-            if self.cfg.nn_cache_size:
+            if self.cfg.nn_cache_size and leaf.cacheable:
                 self.cache[leaf.key] = (prior, value)
                 if len(self.cache) > self.cfg.nn_cache_size:
                     self.cache.popitem(last=False)

@@ -40,6 +40,10 @@ def _to_permille(v: float) -> int:
     return int(round(v * 1000))
 
 
+# YaneuraOu's EnteringKingRule names -> search.entering_king_rule (dlzero.game_end's declaration rules).
+ENTERING_KING_RULES = {"NoEnteringKing": "none", "CSARule24": "24", "CSARule27": "27"}
+_EKR_NAMES = {rule: name for name, rule in ENTERING_KING_RULES.items()}
+
 OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("ModelPath", "string", None),
     UsiOption("Backend", "combo", "inference.backend", choices=("auto", "torch", "onnx")),
@@ -52,6 +56,9 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("ResignThreshold", "spin", "usi.resign_threshold", 0, 1000, to_config=_permille,
               from_config=_to_permille),
     UsiOption("MultiPV", "spin", "usi.multipv", 1, 100),
+    UsiOption("USI_ShowWDL", "check", "usi.show_wdl"),
+    UsiOption("EnteringKingRule", "combo", "search.entering_king_rule", choices=tuple(ENTERING_KING_RULES),
+              to_config=ENTERING_KING_RULES.__getitem__, from_config=_EKR_NAMES.__getitem__),
     UsiOption("DrawPly", "spin", "search.max_moves", 0, NO_DRAW_PLY,
               to_config=lambda v: v or NO_DRAW_PLY, from_config=lambda v: 0 if v >= NO_DRAW_PLY else v),
     UsiOption("DrawValueBlack", "spin", "search.draw_value_black", 0, 1000, to_config=_permille,

@@ -242,6 +242,8 @@ class UsiEngine:
             else:
                 pv = [stat.usi] + _continuation(player, stat.move)
                 score = f"cp {winrate_to_cp(stat.proven if stat.proven is not None else stat.winrate)}"
+            if self.cfg.usi.show_wdl:
+                score += _wdl(a.winrate if k == 1 else stat.proven if stat.proven is not None else stat.winrate)
             depth = max(len(pv), 1)
             mpv = f" multipv {k}" if multipv > 1 else ""
             tail = f" pv {' '.join(pv)}" if pv else ""
@@ -315,6 +317,16 @@ class UsiEngine:
         if self._player is None or self._player.cfg != self.cfg:
             self._player = Player(evaluator, self.cfg)
         return self._player
+
+
+def _wdl(winrate: float) -> str:
+    """` wdl W D L` in permille for the side to move (USI_ShowWDL, as UCI's UCI_ShowWDL).
+
+    The value head gives one win rate p, in which a draw counts as its draw value: it cannot say
+    how much of p is draws. So D is always 0 and W/L split p: W = 1000 p, L = 1000 - W.
+    """
+    win = int(round(1000 * winrate))
+    return f" wdl {win} 0 {1000 - win}"
 
 
 def _continuation(player: Player, move: int) -> list[str]:

@@ -1,14 +1,17 @@
 """Matches between two players, many games in lockstep: gating, and measuring a model's strength.
 
-A side is an `Evaluator` (searched with fixed playouts, no noise, most-visited move) or the string
-"random" (a uniformly random legal move: the floor any learning must beat). N games run at once; at
-each step every side searches all the games where it is to move in one `Search.run`, so its network
-sees one batch per step instead of one position at a time.
+A side is an `Evaluator` (searched with fixed playouts, no noise, most-visited move), a `MoveChooser`,
+or the string "random" (a uniformly random legal move: the floor any learning must beat). N games
+run at once; at each step every side searches all the games where it is to move in one `Search.run`,
+so its network sees one batch per step instead of one position at a time. Each tree adds the same
+number of leaves to a batch (`gate.leaves_per_tree`, 1 as in self-play) however many games are
+running, so the search a gate judges does not change over a match.
 
-Fairness: game i gives side A Black when i is even, and games 2k and 2k+1 share an opening, so each
-opening is played once with each colour. Openings come from a file of `startpos moves ...` lines
-(shuffled with the seed, then taken round-robin) or a small built-in set of common first moves;
-without them two deterministic searchers would replay the same game over and over.
+Fairness and no repeats: games 2k and 2k+1 form a pair that starts from one opening, side A Black in
+the first and White in the second. Every pair gets its own start position from the opening suite
+(`dlzero.gating.openings.match_starts`: each suite line at most once per match, seeded variations
+beyond), since two deterministic searchers replay the same game from the same start. A pair counts
+once it is complete: the SPRT (`sprt=True`) and the Elo interval use the pentanomial pair scores.
 
 Game end, checked after every move by `dlzero.game_end` with self-play's rules: repetition at the
 fourth occurrence (draw, or a loss for the side that gave perpetual check), no legal move (mated),
@@ -31,33 +34,17 @@ import numpy as np
 
 from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
-from dlzero.errors import ConfigError
 from dlzero.game_end import GameRules
 from dlzero.game_end import game_end as rules_game_end
+from dlzero.gating.openings import load_openings, match_starts
 from dlzero.gating.sides import MoveChooser
+from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
-from dlzero.position import parse_position, start_position
+from dlzero.position import start_position
 from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
-from selfplay.sprt import elo_interval, sprt_decision
 
 RANDOM = "random"
 Side = Evaluator | MoveChooser | str
-
-# Short, common openings (2-4 plies) for when no openings file is configured.
-BUILTIN_OPENINGS: tuple[str, ...] = (
-    "startpos moves 7g7f 3c3d",
-    "startpos moves 2g2f 8c8d",
-    "startpos moves 7g7f 8c8d",
-    "startpos moves 2g2f 3c3d",
-    "startpos moves 7g7f 3c3d 2g2f",
-    "startpos moves 7g7f 3c3d 6g6f",
-    "startpos moves 5g5f 3c3d",
-    "startpos moves 6g6f 8c8d 7g7f",
-    "startpos moves 7g7f 4c4d",
-    "startpos moves 2g2f 8c8d 2f2e 8d8e",
-    "startpos moves 7g7f 3c3d 2h7h",
-    "startpos moves 1g1f 3c3d 7g7f",
-)
 
 RATINGS_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
                    "elo_high", "llr", "decision", "promoted", "timestamp")
@@ -112,7 +99,10 @@ def _end_code(game: GameRecord, to_move: int) -> str:
 
 @dataclass
 class MatchResult:
-    """Results of a match from side A's point of view, with the SPRT state after the last game."""
+    """Results of a match from side A's point of view, with the SPRT state after the last pair.
+
+    `pairs[k]`: complete colour-swapped pairs in which A scored k/2 points (pentanomial counts).
+    """
 
     games: list[GameRecord] = field(default_factory=list)
     wins: int = 0
@@ -121,6 +111,7 @@ class MatchResult:
     llr: float = 0.0
     decision: str = "continue"
     bounds: tuple[float, float] = (0.0, 0.0)
+    pairs: list[int] = field(default_factory=lambda: [0] * 5)
 
     @property
     def n_games(self) -> int:
@@ -130,8 +121,14 @@ class MatchResult:
     def score(self) -> float:
         return (self.wins + 0.5 * self.draws) / self.n_games if self.n_games else 0.5
 
+    @property
+    def n_pairs(self) -> int:
+        return sum(self.pairs)
+
     def elo(self, confidence: float = 0.95) -> tuple[float, float, float]:
-        """(Elo, low, high) of A relative to B."""
+        """(Elo, low, high) of A relative to B: from the pairs, or from the games if no pair is complete."""
+        if self.n_pairs:
+            return pair_elo_interval(self.pairs, confidence)
         return elo_interval(self.wins, self.draws, self.losses, confidence)
 
     def add(self, game: GameRecord) -> None:
@@ -141,19 +138,9 @@ class MatchResult:
         self.draws += s == 0.5
         self.losses += s == 0.0
 
-
-def load_openings(path: str | Path | None) -> list[str]:
-    """Opening lines from a file (blank lines and # comments skipped), or the built-in set."""
-    if not path:
-        return list(BUILTIN_OPENINGS)
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"openings file '{p}' does not exist")
-    lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith("#")]
-    if not lines:
-        raise ConfigError(f"openings file '{p}' holds no positions")
-    return lines
+    def add_pair(self, first: GameRecord, second: GameRecord) -> None:
+        """Count a complete pair (its games are added separately)."""
+        self.pairs[pair_category(first.score_a + second.score_a)] += 1
 
 
 def game_end(board: cshogi.Board, max_moves: int, declaration: str = "27") -> tuple[int | None, str] | None:
@@ -237,22 +224,27 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                parallel: int = 16, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
                resign_threshold: float = 0.0, record_dir: str | Path | None = None,
                names: tuple[str, str] = ("A", "B"),
-               on_game: Callable[[GameRecord, MatchResult], None] | None = None) -> MatchResult:
-    """Play up to `n_games` between `side_a` and `side_b` (Evaluators or "random"), `parallel` at a time.
+               on_game: Callable[[GameRecord, MatchResult], None] | None = None,
+               opening_offset: int = 0) -> MatchResult:
+    """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time.
 
     Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap and
-    `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches); `playouts`
-    defaults to `cfg.gate.playouts`, `openings` to `cfg.gate.openings` (or the built-in set). With
-    `sprt`, the test (`cfg.gate` elo0/elo1/alpha/beta) runs after every finished game and the match
-    stops once it decides; games still running then are dropped. Games are written as CSA files to
-    `record_dir` (if given) and reported to `on_game` as they finish.
+    `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches, however many
+    games are running); `playouts` defaults to `cfg.gate.playouts`, `openings` (suite lines) to the
+    file `cfg.gate.openings` (or the shipped suite). The suite is shuffled by `seed` and pairs take
+    its lines from slot `opening_offset` on (a gate passes generation x pairs, so successive gates
+    use different lines). Games count when their pair is complete (a last unpaired game of an odd
+    `n_games` counts alone); they are written as CSA files to `record_dir` (if given) and reported
+    to `on_game` then. With `sprt`, the pentanomial test (`cfg.gate` elo0/elo1/alpha/beta) runs
+    after every complete pair and the match stops once it decides; games still running or waiting
+    for their partner are dropped.
     """
     gate = cfg.gate
     search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves, leaves_per_tree=gate.leaves_per_tree)
     rng = np.random.default_rng(seed)
     lines = list(openings) if openings is not None else load_openings(gate.openings)
-    rng.shuffle(lines)
-    starts = [parse_position(line) for line in lines]
+    starts = match_starts(lines, (n_games + 1) // 2, seed, offset=opening_offset,
+                          variation_plies=gate.variation_plies, margin=gate.suite_margin)
     players = [_Player(side, search_cfg, playouts or gate.playouts, rng, resign_threshold)
                for side in (side_a, side_b)]
     out_dir = Path(record_dir) if record_dir is not None else None
@@ -260,25 +252,42 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
         out_dir.mkdir(parents=True, exist_ok=True)
     result = MatchResult()
     active: list[_Game] = []
+    waiting: dict[int, GameRecord] = {}  # finished games whose partner is still playing, by index
     started = 0
+
+    def count(record: GameRecord) -> None:
+        result.add(record)
+        if out_dir is not None:
+            atomic_write_text(out_dir / f"game-{record.index:03d}.csa", record.csa(*names))
 
     def finish(game: _Game) -> None:
         winner, reason = game.end
         record = GameRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
                             list(game.board.history), winner, reason)
-        result.add(record)
-        if out_dir is not None:
-            atomic_write_text(out_dir / f"game-{record.index:03d}.csa", record.csa(*names))
-        if sprt:
-            result.decision, result.llr, result.bounds = sprt_decision(
-                result.wins, result.draws, result.losses, gate.elo0, gate.elo1, gate.alpha, gate.beta)
+        partner = record.index ^ 1
+        if partner >= n_games:  # the last game of an odd count: no pair, counts alone
+            count(record)
+            if on_game:
+                on_game(record, result)
+            return
+        if partner not in waiting:
+            waiting[record.index] = record
+            return
+        first, second = sorted((waiting.pop(partner), record), key=lambda g: g.index)
+        count(first)
         if on_game:
-            on_game(record, result)
+            on_game(first, result)
+        count(second)
+        result.add_pair(first, second)
+        if sprt:
+            result.decision, result.llr, result.bounds = pair_sprt_decision(
+                result.pairs, gate.elo0, gate.elo1, gate.alpha, gate.beta)
+        if on_game:
+            on_game(second, result)
 
     while True:
         while len(active) < parallel and started < n_games and result.decision == "continue":
-            opening = starts[(started // 2) % len(starts)]
-            board = opening.copy()
+            board = starts[started // 2].copy()
             game = _Game(started, board, start_position(board), len(board.history), a_is_black=started % 2 == 0)
             game.end = game_end(board, gate.max_moves, cfg.search.entering_king_rule)
             active.append(game)

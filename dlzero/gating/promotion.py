@@ -1,6 +1,8 @@
 """Gating: a candidate generation plays the current best; if it proves stronger, best.json points at it.
 
-The match stops as soon as the SPRT (`cfg.gate`: elo0, elo1, alpha, beta) decides. If it is still
+The match is played in colour-swapped pairs, each from its own suite opening; successive gates take
+different openings (the suite shuffled by `seed`, a slot range per candidate generation). It stops as
+soon as the pentanomial SPRT (`cfg.gate`: elo0, elo1, alpha, beta) decides. If it is still
 undecided at `max_games`, the candidate passes when its score reaches `cap_pass_score`, so a run
 keeps moving even when gates are too short for the test to decide. Promotion is `RunDir.set_best`,
 an atomic rename: self-play workers reading best.json see the old best or the new one, and a crash
@@ -18,9 +20,9 @@ from tqdm import tqdm
 
 from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
+from dlzero.gating.arena import GameRecord, MatchResult, append_rating, play_match
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir
-from selfplay.arena import GameRecord, MatchResult, append_rating, play_match
 
 
 @dataclass
@@ -43,6 +45,7 @@ class GateResult:
     llr: float
     decision: str
     promoted: bool
+    pairs: tuple[int, ...] = ()  # pentanomial counts: pairs in which the candidate scored 0, 1/2, 1, 3/2, 2
 
     @property
     def games(self) -> int:
@@ -56,7 +59,12 @@ class GateResult:
         return (f"gen {self.candidate} vs gen {self.best}: {self.games} games, "
                 f"W-D-L {self.wins}-{self.draws}-{self.losses}, score {self.score:.3f}, "
                 f"Elo {self.elo:+.0f} [{self.elo_low:+.0f}, {self.elo_high:+.0f}] (95%), "
-                f"LLR {self.llr:+.2f}, {self.decision} -> {verdict}")
+                f"{self._pairs_text()}LLR {self.llr:+.2f}, {self.decision} -> {verdict}")
+
+    def _pairs_text(self) -> str:
+        if not self.pairs:
+            return ""
+        return f"pairs 0/0.5/1/1.5/2: {'-'.join(str(n) for n in self.pairs)}, "
 
 
 def final_decision(match: MatchResult, cap_pass_score: float) -> str:
@@ -100,12 +108,12 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
 
     def on_game(_: GameRecord, m: MatchResult) -> None:
         bar.update(1)
-        bar.set_postfix_str(f"W-D-L {m.wins}-{m.draws}-{m.losses} LLR {m.llr:+.2f}")
+        bar.set_postfix_str(f"W-D-L {m.wins}-{m.draws}-{m.losses} pairs {m.n_pairs} LLR {m.llr:+.2f}")
 
     try:
         match = play_match(cand_eval, best_eval, n_games, cfg, playouts=playouts, parallel=parallel,
                            sprt=True, seed=seed, record_dir=rd.games_dir / f"{names[0]}-vs-{names[1]}",
-                           names=names, on_game=on_game)
+                           names=names, on_game=on_game, opening_offset=candidate_generation * ((n_games + 1) // 2))
     finally:
         bar.close()
         cand_eval.close()
@@ -115,7 +123,7 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     elo, low, high = match.elo()
     promoted = decision in ("accept", "cap_pass")
     result = GateResult(candidate_generation, best.generation, match.wins, match.draws, match.losses,
-                        match.score, elo, low, high, match.llr, decision, promoted)
+                        match.score, elo, low, high, match.llr, decision, promoted, tuple(match.pairs))
     if promoted:
         rd.set_best(candidate_generation, f"gate: {decision}, {result.summary()}")
     append_rating(rd.metrics_dir / "ratings.csv", {

@@ -1,0 +1,316 @@
+"""Reading analysis queries: one JSON line in, validated tasks (one per analysed turn) out.
+
+The fields follow KataGo's analysis engine (docs/Analysis_Engine.md in lightvector/KataGo), with
+shogi's own where Go's do not fit; today's dlzero names stay valid as aliases:
+
+| field | meaning |
+|---|---|
+| `id` | echoed in every answer (any JSON value; optional) |
+| `position` | `startpos [moves ...]`, `sfen S [moves ...]` or a bare SFEN (required) |
+| `moves` | USI moves played after `position` (or KataGo-style `["b", "7g7f"]` pairs) |
+| `analyzeTurns` | turns to analyse: 0 is `position`, k the position after `moves[k-1]`; default: the last |
+| `maxVisits` / `playouts` | playouts per turn (aliases; give one) |
+| `multipv` | root moves listed in today's `moves` answer field (default 5) |
+| `includePolicy` | add `policy`: the raw network policy (temperature 1) over the legal moves |
+| `includePVVisits` | add `pvVisits` (visits of each PV move) to every move info |
+| `avoidMoves` / `allowMoves` | `[{"player": "b", "moves": [...], "untilDepth": n}]`: moves `player` may not / |
+| | may only play in the first n plies of the search (n = 1: at the root only) |
+| `reportDuringSearchEvery` | seconds between partial answers (`isDuringSearch: true`) |
+| `priority` / `priorities` | higher is searched first (per query / per turn) |
+| `overrideSettings` / `overrides` | `search.*` config keys for this query only (aliases) |
+| `action` | `query_version`, `clear_cache`, `terminate` (`terminateId`, `turnNumbers`), `terminate_all` |
+
+A bad field is a `QueryError` naming it, and the query is not searched; a field this engine does
+not use (a typo, or a Go-only KataGo field such as `komi`) is a warning naming it, and the query
+is still searched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import cshogi
+
+from dlzero.config import Config, SearchConfig, config_from_dict, config_to_dict
+from dlzero.errors import DlzeroError
+from dlzero.position import parse_position, push_usi_move
+
+DEFAULT_MULTIPV = 5
+ACTIONS = ("query_version", "clear_cache", "terminate", "terminate_all")
+QUERY_FIELDS = {
+    "id", "position", "moves", "analyzeTurns", "maxVisits", "playouts", "multipv", "includePolicy",
+    "includePVVisits", "avoidMoves", "allowMoves", "reportDuringSearchEvery", "priority", "priorities",
+    "overrideSettings", "overrides",
+}
+ACTION_FIELDS = {"id", "action", "terminateId", "turnNumbers"}
+# KataGo fields that mean nothing in shogi: accepted with a warning so Go-minded clients still work.
+GO_ONLY_FIELDS = {"rules", "komi", "boardXSize", "boardYSize", "initialStones", "initialPlayer", "includeOwnership",
+                  "includeMovesOwnership", "whiteHandicapBonus", "rootPolicyTemperature", "rootFpuReductionMax"}
+_USI_MOVE_RE = re.compile(r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]")
+_PLAYERS = {"b": cshogi.BLACK, "black": cshogi.BLACK, "w": cshogi.WHITE, "white": cshogi.WHITE}
+
+
+class QueryError(DlzeroError):
+    """A query field that cannot be used; `field` names it (None: the line as a whole)."""
+
+    def __init__(self, message: str, field_name: str | None = None, query_id: Any = None) -> None:
+        super().__init__(message)
+        self.field = field_name
+        self.id = query_id
+
+    def to_answer(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "error": str(self)}
+        if self.field is not None:
+            out["field"] = self.field
+        return out
+
+
+@dataclass(frozen=True)
+class MoveRule:
+    """One `avoidMoves` / `allowMoves` entry: `player` may (not) play `moves` above `until_depth`."""
+
+    player: int
+    moves: frozenset[str]
+    until_depth: int
+    allow: bool
+
+
+@dataclass
+class Task:
+    """One turn of one query: what to search and how to answer."""
+
+    id: Any
+    turn: int
+    position: str                # USI position string of this turn
+    board: cshogi.Board
+    playouts: int
+    multipv: int
+    search: SearchConfig
+    priority: int = 0
+    include_policy: bool = False
+    include_pv_visits: bool = False
+    report_every: float | None = None
+    rules: tuple[MoveRule, ...] = ()
+    seq: int = 0                 # arrival order, breaks priority ties
+    terminated: bool = False
+
+    def allowed(self, board: cshogi.Board, depth: int, moves: list[str]) -> list[bool] | None:
+        """Which of `moves` the search may try at `depth` plies below the root (None: all)."""
+        keep = [True] * len(moves)
+        touched = False
+        for rule in self.rules:
+            if depth >= rule.until_depth or board.turn != rule.player:
+                continue
+            touched = True
+            keep = [k and ((m in rule.moves) == rule.allow) for k, m in zip(keep, moves, strict=True)]
+        if not touched or all(keep) or not any(keep):  # nothing allowed: the rule cannot apply
+            return None
+        return keep
+
+
+@dataclass
+class Parsed:
+    """A query line read: an action (a dict) or tasks, plus warnings to send first."""
+
+    tasks: list[Task] = field(default_factory=list)
+    action: dict | None = None
+    warnings: list[dict] = field(default_factory=list)
+
+
+class QueryReader:
+    """Turns JSON lines into tasks with the engine's defaults and search configs."""
+
+    def __init__(self, cfg: Config, playouts: int) -> None:
+        self.cfg = cfg
+        self.playouts = playouts
+        self._configs: dict[str, SearchConfig] = {}
+
+    def read(self, line: str) -> Parsed:
+        """Parse one line; raises QueryError naming the bad field."""
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise QueryError(f"not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise QueryError("a query must be a JSON object")
+        qid = data.get("id")
+        if "action" in data:
+            return self._action(data, qid)
+        parsed = Parsed()
+        for name in sorted(set(data) - QUERY_FIELDS):
+            why = "is a Go field, not used in shogi" if name in GO_ONLY_FIELDS else "is not a query field"
+            parsed.warnings.append({"id": qid, "warning": f"'{name}' {why}; ignored", "field": name})
+        parsed.tasks = self._tasks(data, qid)
+        return parsed
+
+    # -- actions --------------------------------------------------------------------------------
+    @staticmethod
+    def _action(data: dict, qid: Any) -> Parsed:
+        action = data["action"]
+        if action not in ACTIONS:
+            raise QueryError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}", "action", qid)
+        unknown = sorted(set(data) - ACTION_FIELDS)
+        if unknown:
+            raise QueryError(f"'{unknown[0]}' is not a field of action {action}", unknown[0], qid)
+        if action == "terminate" and "terminateId" not in data:
+            raise QueryError("terminate needs 'terminateId'", "terminateId", qid)
+        turns = data.get("turnNumbers")
+        if turns is not None and not (isinstance(turns, list) and all(_is_int(t) and t >= 0 for t in turns)):
+            raise QueryError("'turnNumbers' must be a list of non-negative integers", "turnNumbers", qid)
+        return Parsed(action=data)
+
+    # -- analysis queries -----------------------------------------------------------------------
+    def _tasks(self, data: dict, qid: Any) -> list[Task]:
+        position = data.get("position")
+        if not isinstance(position, str):
+            raise QueryError("'position' must be a string like 'startpos moves 7g7f' or 'sfen ...'", "position", qid)
+        try:
+            board = parse_position(position)
+        except DlzeroError as exc:
+            raise QueryError(str(exc), "position", qid) from None
+        moves = self._moves(data.get("moves", []), board, qid)
+        turns = data.get("analyzeTurns", [len(moves)])
+        if not (isinstance(turns, list) and turns and all(_is_int(t) and 0 <= t <= len(moves) for t in turns)):
+            raise QueryError(f"'analyzeTurns' must be a non-empty list of turns 0..{len(moves)}", "analyzeTurns", qid)
+        if len(set(turns)) != len(turns):
+            raise QueryError("'analyzeTurns' lists a turn twice", "analyzeTurns", qid)
+        priorities = self._priorities(data, len(turns), qid)
+        playouts = self._playouts(data, qid)
+        multipv = _positive_int(data, "multipv", DEFAULT_MULTIPV, qid)
+        search = self._search_config(data, qid)
+        every = data.get("reportDuringSearchEvery")
+        if every is not None and (not isinstance(every, int | float) or isinstance(every, bool) or every <= 0):
+            raise QueryError("'reportDuringSearchEvery' must be a positive number of seconds",
+                             "reportDuringSearchEvery", qid)
+        rules = self._rules(data, "avoidMoves", qid, allow=False) + self._rules(data, "allowMoves", qid, allow=True)
+        flags = {name: _bool(data, name, qid) for name in ("includePolicy", "includePVVisits")}
+        tasks = []
+        for turn, priority in zip(turns, priorities, strict=True):
+            turn_board = board.copy()
+            for _ in range(len(moves) - turn):
+                turn_board.pop()
+            tasks.append(Task(qid, turn, _with_moves(position, moves[:turn]), turn_board, playouts, multipv, search,
+                              priority, flags["includePolicy"], flags["includePVVisits"], every, rules))
+        return tasks
+
+    @staticmethod
+    def _moves(moves: Any, board: cshogi.Board, qid: Any) -> list[str]:
+        """USI strings of `moves`, played on `board` (which ends at the last turn)."""
+        if not isinstance(moves, list):
+            raise QueryError("'moves' must be a list of USI moves", "moves", qid)
+        out = []
+        for i, item in enumerate(moves):
+            usi = item
+            if isinstance(item, list) and len(item) == 2:  # KataGo's [player, move]
+                player = _PLAYERS.get(str(item[0]).lower())
+                if player != board.turn:
+                    raise QueryError(f"moves[{i}]: player {item[0]!r} is not the side to move", "moves", qid)
+                usi = item[1]
+            if not isinstance(usi, str):
+                raise QueryError(f"moves[{i}] must be a USI move string, got {item!r}", "moves", qid)
+            try:
+                push_usi_move(board, usi)
+            except DlzeroError as exc:
+                raise QueryError(f"moves[{i}]: {exc}", "moves", qid) from None
+            out.append(usi)
+        return out
+
+    @staticmethod
+    def _priorities(data: dict, n: int, qid: Any) -> list[int]:
+        if "priorities" in data:
+            values = data["priorities"]
+            if not (isinstance(values, list) and len(values) == n and all(_is_int(p) for p in values)):
+                raise QueryError("'priorities' must be a list of integers, one per analysed turn", "priorities", qid)
+            return list(values)
+        priority = data.get("priority", 0)
+        if not _is_int(priority):
+            raise QueryError(f"'priority' must be an integer, got {priority!r}", "priority", qid)
+        return [priority] * n
+
+    def _playouts(self, data: dict, qid: Any) -> int:
+        if "maxVisits" in data and "playouts" in data:
+            raise QueryError("give 'maxVisits' or its alias 'playouts', not both", "maxVisits", qid)
+        name = "maxVisits" if "maxVisits" in data else "playouts"
+        return _positive_int(data, name, self.playouts, qid)
+
+    def _search_config(self, data: dict, qid: Any) -> SearchConfig:
+        if "overrideSettings" in data and "overrides" in data:
+            raise QueryError("give 'overrideSettings' or its alias 'overrides', not both", "overrideSettings", qid)
+        name = "overrideSettings" if "overrideSettings" in data else "overrides"
+        overrides = data.get(name) or {}
+        if not isinstance(overrides, dict):
+            raise QueryError(f"'{name}' must be an object of 'search.key': value", name, qid)
+        key = json.dumps(overrides, sort_keys=True)
+        if key not in self._configs:
+            cfg = config_to_dict(self.cfg)
+            for k, value in overrides.items():
+                section, _, sub = str(k).partition(".")
+                if section != "search" or not sub:
+                    raise QueryError(f"override '{k}': only search.* keys can be set per query", name, qid)
+                cfg["search"][sub] = value
+            try:
+                self._configs[key] = config_from_dict(cfg).search
+            except DlzeroError as exc:
+                raise QueryError(f"{name}: {exc}", name, qid) from None
+        return self._configs[key]
+
+    @staticmethod
+    def _rules(data: dict, name: str, qid: Any, allow: bool) -> tuple[MoveRule, ...]:
+        entries = data.get(name, [])
+        if not isinstance(entries, list):
+            raise QueryError(f"'{name}' must be a list of {{player, moves, untilDepth}} objects", name, qid)
+        if allow and len(entries) > 1:
+            raise QueryError("'allowMoves' takes one entry (as in KataGo)", name, qid)
+        rules = []
+        for i, entry in enumerate(entries):
+            where = f"{name}[{i}]"
+            if not isinstance(entry, dict) or set(entry) != {"player", "moves", "untilDepth"}:
+                raise QueryError(f"{where} must have exactly 'player', 'moves' and 'untilDepth'", name, qid)
+            player = _PLAYERS.get(str(entry["player"]).lower())
+            if player is None:
+                raise QueryError(f"{where}.player must be 'b' or 'w', got {entry['player']!r}", name, qid)
+            moves = entry["moves"]
+            if not isinstance(moves, list) or not all(isinstance(m, str) and _USI_MOVE_RE.fullmatch(m) for m in moves):
+                raise QueryError(f"{where}.moves must be a list of USI moves (e.g. 7g7f, P*5e)", name, qid)
+            depth = entry["untilDepth"]
+            if not _is_int(depth) or depth < 1:
+                raise QueryError(f"{where}.untilDepth must be a positive integer, got {depth!r}", name, qid)
+            rules.append(MoveRule(player, frozenset(moves), depth, allow))
+        return tuple(rules)
+
+
+def _with_moves(position: str, moves: list[str]) -> str:
+    """`position` with `moves` appended as USI does it."""
+    if not moves:
+        return position
+    return f"{position} {'' if 'moves' in position.split() else 'moves '}{' '.join(moves)}"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_int(data: dict, key: str, default: int, qid: Any) -> int:
+    value = data.get(key, default)
+    if not _is_int(value) or value < 1:
+        raise QueryError(f"'{key}' must be a positive integer, got {value!r}", key, qid)
+    return value
+
+
+def _bool(data: dict, key: str, qid: Any) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise QueryError(f"'{key}' must be true or false, got {value!r}", key, qid)
+    return value
+
+
+def id_of(line: str) -> Any:
+    """The id of a line that failed to parse, when it can still be read."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return data.get("id") if isinstance(data, dict) else None
