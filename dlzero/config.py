@@ -55,6 +55,29 @@ def _one_of(*options: str) -> Check:
     return check
 
 
+def gate_interval(mode: str) -> int | None:
+    """`gate.mode` as the gap between gated generations: sprt 1, every-N N, off None (never).
+
+    Raises ValueError for anything else (the config check turns it into a clear message).
+    """
+    if mode == "sprt":
+        return 1
+    if mode == "off":
+        return None
+    prefix, _, n = mode.partition("-")
+    if prefix == "every" and n.isdigit() and int(n) > 0:
+        return int(n)
+    raise ValueError(mode)
+
+
+def _gate_mode(v: Any) -> str | None:
+    try:
+        gate_interval(v)
+    except ValueError:
+        return "must be sprt, off or every-N (N a positive whole number, e.g. every-4)"
+    return None
+
+
 def _odd_or_zero(v: Any) -> str | None:
     return None if v == 0 or (v > 0 and v % 2 == 1) else "must be 0 (off) or an odd number of plies"
 
@@ -107,11 +130,19 @@ class SearchConfig:
     leaf_mate_depth: int = _field(3, _odd_or_zero, "mate search at new leaves (plies)")
     root_mate_depth: int = _field(7, _odd_or_zero, "mate search at the root before searching (plies)")
     node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")
+    hash_mb: int = _field(2048, _non_negative, "tree memory budget in MiB (USI_Hash; about 2-3 KB per node); "
+                          "the search stops when reached; 0: none but node_limit")
     reuse_tree: bool = _field(True, None, "keep the played move's subtree between moves")
     nn_cache_size: int = _field(0, _non_negative, "entries of the evaluation cache (0: off)")
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")
     dirichlet_alpha: float = _field(0.15, _positive, "root noise concentration (self-play)")
     dirichlet_epsilon: float = _field(0.25, _unit, "root noise weight (self-play)")
+    algorithm: str = _field("puct", _one_of("puct", "gumbel"),
+                            "root search: puct (dlshogi, Dirichlet noise) or gumbel (Gumbel AlphaZero: "
+                            "Sequential Halving at the root, improved-policy targets, no Dirichlet noise)")
+    gumbel_considered: int = _field(16, _positive, "gumbel: root moves sampled for Sequential Halving (m)")
+    gumbel_c_visit: float = _field(50.0, _positive, "gumbel: sigma(q) = (c_visit + max N) * c_scale * q")
+    gumbel_c_scale: float = _field(1.0, _positive, "gumbel: sigma(q) = (c_visit + max N) * c_scale * q")
 
 
 @dataclass
@@ -126,7 +157,7 @@ class SelfplayConfig:
     full_search_prob: float = _field(0.25, _unit, "share of moves searched fully; only those are policy targets")
     random_plies: int = _field(12, _non_negative, "plies whose move is sampled by visit counts")
     temperature: float = _field(1.0, _positive, "sampling temperature over visits during random plies")
-    noise: bool = _field(True, None, "root Dirichlet noise on full searches")
+    noise: bool = _field(True, None, "explore on full searches: Dirichlet noise (puct) or the Gumbel sample (gumbel)")
     openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: start position")
     resign_threshold: float = _field(0.03, _unit, "resign when the best move's win rate is below this")
     no_resign_fraction: float = _field(0.1, _unit, "share of games that never resign (false-positive check)")
@@ -170,6 +201,8 @@ class GateConfig:
     """Gating match: candidate against best over colour-swapped pairs from an opening suite, decided by a
     pentanomial SPRT; the `suite_*` keys say how `dlzero openings` makes a suite."""
 
+    mode: str = _field("sprt", _gate_mode, "sprt: gate every candidate; off: promote every candidate without a "
+                       "match (AlphaZero, dlshogi); every-N: gate only generations divisible by N, promote the rest")
     playouts: int = _field(64, _positive)
     max_games: int = _field(100, _positive)
     games_in_parallel: int = _field(16, _positive, "games a match plays at once (one network call per side per step)")

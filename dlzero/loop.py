@@ -1,5 +1,10 @@
 """The learning loop: self-play -> train -> gate -> promote, generation after generation.
 
+`gate.mode` decides which candidates play a gate match (`gate_due`): all (sprt), none (off: each
+candidate becomes the best at once, as in AlphaZero and dlshogi, so self-play always uses the
+latest model), or every N-th generation (every-N). An ungated promotion plays no games and writes
+no ratings.csv row; `dlzero rate` can still place any generation on the anchored scale.
+
 Progress is kept in `runs/NAME/loop.json` (written atomically after each phase), so Ctrl-C or a
 crash at any point and the same command again continues where it stopped: a finished phase is
 never redone, the trainer resumes from its checkpoint, and self-play only tops up the games the
@@ -12,7 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from dlzero.config import Config
+from dlzero.config import Config, gate_interval
 from dlzero.rundir import RunDir
 
 log = logging.getLogger("dlzero.loop")
@@ -36,6 +41,12 @@ class LoopState:
 
     def save(self, rd: RunDir) -> None:
         rd.write_json("loop.json", vars(self))
+
+
+def gate_due(mode: str, generation: int) -> bool:
+    """Whether candidate `generation` plays a gate match under `gate.mode` (else it is promoted)."""
+    interval = gate_interval(mode)
+    return interval is not None and generation % interval == 0
 
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
@@ -65,14 +76,18 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
             state.phase = "gate"
             state.save(rd)
         if state.phase == "gate":
-            gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False,
-                                    parallel=cfg.gate.games_in_parallel)
+            if gate_due(cfg.gate.mode, state.candidate):
+                gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False,
+                                        parallel=cfg.gate.games_in_parallel)
+                verdict = "promoted" if gate.promoted else "kept best"
+                line = (f"candidate gen {state.candidate} vs best gen {best.generation}: "
+                        f"{gate.wins}-{gate.draws}-{gate.losses}, score {gate.score:.3f}, Elo {gate.elo:+.0f} "
+                        f"[{gate.elo_low:+.0f}, {gate.elo_high:+.0f}] -> {verdict}")
+            else:
+                rd.set_best(state.candidate, f"gate.mode {cfg.gate.mode}: promoted without a gate match")
+                line = f"candidate gen {state.candidate} promoted without a gate match (gate.mode {cfg.gate.mode})"
             plot_progress(rd)
             minutes = (time.perf_counter() - t0) / 60.0
-            verdict = "promoted" if gate.promoted else "kept best"
-            print(f"[iteration {state.iteration}] candidate gen {state.candidate} vs best gen "
-                  f"{best.generation}: {gate.wins}-{gate.draws}-{gate.losses}, score {gate.score:.3f}, "
-                  f"Elo {gate.elo:+.0f} [{gate.elo_low:+.0f}, {gate.elo_high:+.0f}] -> {verdict} "
-                  f"({minutes:.1f} min)", flush=True)
+            print(f"[iteration {state.iteration}] {line} ({minutes:.1f} min)", flush=True)
             state = LoopState(iteration=state.iteration + 1)
             state.save(rd)

@@ -7,6 +7,12 @@ otherwise a cheap search (`cheap_playouts`, no noise) stored with k = 0 candidat
 The first `random_plies` plies sample the move proportionally to visits^(1/temperature); later plies
 play the most visited move (a proven win first). The subtree of the played move is kept.
 
+With `search.algorithm: gumbel` (Gumbel AlphaZero, `dlzero.search.gumbel`), a full search draws the
+Gumbel sample instead of Dirichlet noise, its policy target is the improved policy pi' stored as
+integer pseudo-visits (round(pi' * 10 000), see `PSEUDO_VISITS`), and the move played is the
+search's choice (argmax g + logits + sigma(q) among the moves the halving left); the first
+`random_plies` plies sample from pi'^(1/temperature) instead, for variety.
+
 Game ends, checked at each root before searching, by `dlzero.game_end` with `selfplay_rules`:
 - repetition at the fourth occurrence: a draw (flag 0x4), or a loss for the side giving perpetual check;
 - no legal move: the side to move is mated and loses;
@@ -17,9 +23,11 @@ Game ends, checked at each root before searching, by `dlzero.game_end` with `sel
 - resignation: the side to move resigns when its best win rate is below the resign threshold.
 
 Openings: when `selfplay.openings` names a file of `startpos moves ...` lines, each game starts at
-the final position of a random line. The hcpe3 start hcp is that position and only the moves
-played after it are recorded (the opening plies are not ours to train on); the board keeps the
-opening's history, so repetitions across the boundary are still seen.
+the final position of a random line. The hcpe3 record starts where the line starts and holds the
+opening's moves as replay-only plies (k = 0 candidates: not ours to train on), so training sees the
+same ply count (progress plane, move cap), last move and repetition history as the search did at
+every position. `random_plies` counts the plies played after the opening. An SFEN line's move
+number cannot be kept (an hcp has none): training counts plies from the line's start position.
 
 Resignation false positives (AlphaZero): a `no_resign_fraction` share of games never resign but
 note the first side that would have; if that side then did not lose, it was a false positive.
@@ -55,9 +63,11 @@ from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a Finis
 from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
+from dlzero.search.gumbel import pseudo_visits
 from dlzero.search.mcts import Search, Tree
-from dlzero.search.result import MAX_CP, best_index, root_winrate, winrate_to_cp
+from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
 from dlzero.search.rules import find_mate
+from dlzero.search.target import pruned_visits
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 
@@ -80,10 +90,12 @@ class FinishedGame:
     full_searches: int
     would_resign: int | None  # colour that would have resigned in a no-resign game, else None
     false_positive: bool | None  # None unless `would_resign` is set
+    opening_plies: int = 0  # the record's first plies that came from the openings file
 
     @property
     def plies(self) -> int:
-        return len(self.record.moves)
+        """Plies self-play played (the opening's excluded)."""
+        return len(self.record.moves) - self.opening_plies
 
 
 @dataclass
@@ -93,6 +105,7 @@ class SelfPlayGame:
     tree: Tree
     record: GameRecord
     no_resign: bool
+    opening_plies: int = 0      # plies of the record that replay the opening line
     full: bool = False          # the current move gets a full search
     full_searches: int = 0
     would_resign: int | None = None
@@ -104,7 +117,13 @@ class SelfPlayGame:
 
     @property
     def ply(self) -> int:
+        """Plies from the record's start (the training ply of the current position)."""
         return len(self.record.moves)
+
+    @property
+    def played(self) -> int:
+        """Plies self-play has played in this game (after the opening)."""
+        return self.ply - self.opening_plies
 
     def finish(self, result: int, reason: str) -> None:
         """Set the result byte and package the game for `on_game_done`."""
@@ -112,7 +131,8 @@ class SelfPlayGame:
         fp = None
         if self.would_resign is not None:
             fp = (result & 0x3) != _win_for(1 - self.would_resign)
-        self.finished = FinishedGame(self.record, reason, self.full_searches, self.would_resign, fp)
+        self.finished = FinishedGame(self.record, reason, self.full_searches, self.would_resign, fp,
+                                     self.opening_plies)
 
 
 @dataclass
@@ -202,6 +222,16 @@ def load_openings(path: str | Path) -> list[str]:
     return lines
 
 
+def opening_record(board: cshogi.Board) -> GameRecord:
+    """A record starting where `board`'s history starts, its moves as replay-only plies (no targets)."""
+    start = board.copy()
+    for _ in range(len(board.history)):
+        start.pop()
+    record = GameRecord.from_board(start)
+    record.moves = [MoveRecord(cshogi.move16(m)) for m in board.history]
+    return record
+
+
 def selfplay_search_config(cfg: Config) -> SearchConfig:
     """The search settings self-play uses: the game's move cap must be the search's draw horizon."""
     return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves))
@@ -227,10 +257,18 @@ def end_of_game(board: cshogi.Board, cfg: Config) -> tuple[int, str] | None:
     return result | _RESULT_FLAGS.get(verdict.reason, 0), verdict.reason
 
 
-def _candidates(tree: Tree) -> np.ndarray:
-    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16."""
+def _candidates(tree: Tree, cfg: SearchConfig) -> np.ndarray:
+    """Root children with visits as (k, 2) uint16 [move16, visits], visits clipped to u16.
+
+    The visits are the search's own choice: those caused by root noise or carried over by tree
+    reuse are pruned (`dlzero.search.target`). A Gumbel search's target is instead its improved
+    policy pi' as pseudo-visits (no noise to prune; reused visits only sharpen its Q).
+    """
     root = tree.root
-    visits = np.rint(root.n).astype(np.int64)
+    if tree.gumbel is not None:
+        visits = pseudo_visits(tree.gumbel.policy(root.n, root.w))
+    else:
+        visits = np.rint(pruned_visits(root, tree.clean_prior, cfg)).astype(np.int64)
     idx = np.nonzero(visits > 0)[0]
     out = np.empty((len(idx), 2), np.uint16)
     out[:, 0] = [cshogi.move16(int(m)) for m in root.moves[idx]]
@@ -239,14 +277,15 @@ def _candidates(tree: Tree) -> np.ndarray:
 
 
 def _choose(tree: Tree, ply: int, cfg: Config, rng: np.random.Generator) -> int:
-    """Index of the root move to play: sampled by visits in the opening plies, else the best."""
+    """Index of the root move to play: sampled in the opening plies (by visits, or by pi' for a Gumbel
+    search), else the search's choice."""
     root = tree.root
     if ply < cfg.selfplay.random_plies:
-        visits = np.maximum(root.n, 0.0)
-        if visits.sum() > 0:
-            weights = visits ** (1.0 / cfg.selfplay.temperature)
+        weights = tree.gumbel.policy(root.n, root.w) if tree.gumbel is not None else np.maximum(root.n, 0.0)
+        if weights.sum() > 0:
+            weights = weights ** (1.0 / cfg.selfplay.temperature)
             return int(rng.choice(len(weights), p=weights / weights.sum()))
-    return best_index(root)
+    return chosen_index(tree)
 
 
 def _move_winrate(tree: Tree, i: int) -> float:
@@ -282,7 +321,8 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
     def new_game() -> SelfPlayGame:
         board = parse_position(openings[rng.integers(len(openings))]) if openings else cshogi.Board()
         no_resign = rng.random() < sp.no_resign_fraction
-        return SelfPlayGame(Tree(board), GameRecord.from_board(board), no_resign=no_resign)
+        return SelfPlayGame(Tree(board), opening_record(board), no_resign=no_resign,
+                            opening_plies=len(board.history))
 
     slots: list[SelfPlayGame | None] = []
     for _ in range(min(sp.games_in_parallel, n_games)):
@@ -325,8 +365,8 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
             if game is None or game.finished is None:
                 continue
             stats.games += 1
-            stats.lengths.append(game.ply)
-            if game.ply > 0:  # an hcpe3 record needs a move; an opening that is already over has none
+            stats.lengths.append(game.played)
+            if game.played > 0:  # nothing to train on in an opening that is already over
                 on_game_done(game.finished)
             if refresh is not None and (new := refresh()) is not None:
                 search.evaluator = new
@@ -335,7 +375,7 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
             if started < n_games:
                 slots[s] = new_game()
                 started += 1
-    stats.moves = sum(stats.lengths) + sum(g.ply for g in slots if g is not None)
+    stats.moves = sum(stats.lengths) + sum(g.played for g in slots if g is not None)
     stats.seconds = time.perf_counter() - start
     stats.eval_seconds = search.stats.eval_seconds
     stats.evaluations = search.stats.evaluations
@@ -355,9 +395,9 @@ def _play_move(game: SelfPlayGame, cfg: Config, rng: np.random.Generator, resign
             return
         if game.would_resign is None:
             game.would_resign = turn
-    i = _choose(tree, game.ply, cfg, rng)
+    i = _choose(tree, game.played, cfg, rng)
     move = int(tree.root.moves[i])
-    cands = _candidates(tree) if game.full else np.zeros((0, 2), np.uint16)
+    cands = _candidates(tree, cfg.search) if game.full else np.zeros((0, 2), np.uint16)
     game.full_searches += int(game.full)
     game.record.moves.append(MoveRecord(cshogi.move16(move), winrate_to_cp(_move_winrate(tree, i)), cands))
     tree.advance(move, reuse)

@@ -140,8 +140,10 @@ def test_leaves_per_tree_do_not_depend_on_the_games_running(monkeypatch):
     assert {leaves for _, leaves in seen} == {3}
 
 
-def test_arena_and_engine_pick_the_same_move(tmp_path):
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_arena_and_engine_pick_the_same_move(tmp_path, algorithm):
     cfg = _tiny_cfg(max_moves=60, playouts=24)
+    cfg.search.algorithm = algorithm
     cfg.search.leaves_per_tree = cfg.gate.leaves_per_tree = 8  # the engine's and the arena's leaves per tree;
     # three batches per move, so the leaves per batch shape the search
     cfg.search.root_mate_depth = 0

@@ -62,10 +62,10 @@ def _winner_of(colour: int) -> int:
     return BLACK_WIN if colour == cshogi.BLACK else WHITE_WIN
 
 
-def check_game(game: FinishedGame, cfg: Config, opening_plies: int = 0) -> None:
+def check_game(game: FinishedGame, cfg: Config) -> None:
     """The record replays legally and its result agrees with how the game ended.
 
-    max_moves counts plies from the initial position, opening included (the hcp has no move number).
+    max_moves counts plies from the record's start, which is where an opening line starts.
     """
     rec = game.record
     board = rec.start_board()
@@ -86,7 +86,7 @@ def check_game(game: FinishedGame, cfg: Config, opening_plies: int = 0) -> None:
         assert board.is_draw(16) == cshogi.REPETITION_DRAW
     elif game.reason == "max_moves":
         assert rec.result == RESULT_DRAW | FLAG_MAX_MOVES
-        assert opening_plies + len(rec.moves) >= cfg.selfplay.max_moves
+        assert len(rec.moves) >= cfg.selfplay.max_moves
     elif game.reason == "declaration":
         assert rec.result == _winner_of(board.turn) | FLAG_NYUGYOKU
     elif game.reason == "resign":
@@ -128,14 +128,20 @@ def test_openings_start_at_the_opening_position(tmp_path):
     done: list[FinishedGame] = []
     play_games(tiny_evaluator(cfg, tmp_path), cfg, 2, done.append, np.random.default_rng(0))
     board = cshogi.Board()
-    for usi in line.split()[2:]:
-        board.push_usi(usi)
     hcp = np.zeros(32, np.uint8)
     board.to_hcp(hcp)
+    opening = []
+    for usi in line.split()[2:]:
+        board.push_usi(usi)
+        opening.append(cshogi.move16(board.peek()))
     assert len(done) == 2
     for game in done:
+        # the record holds the whole game: the opening line as replay-only plies, then self-play
         assert np.array_equal(game.record.start_hcp, hcp)
-        check_game(game, cfg, opening_plies=3)
+        assert [m.move16 for m in game.record.moves[:3]] == opening
+        assert not any(m.is_target for m in game.record.moves[:3])
+        assert game.opening_plies == 3 and game.plies == len(game.record.moves) - 3 > 0
+        check_game(game, cfg)
 
 
 def test_resign_controller_tracks_false_positive_rate():

@@ -1,10 +1,11 @@
 """Training positions in compact arrays, decoded into batches on demand.
 
-Storage per position (about 44 bytes plus 6 per policy candidate):
+Storage per position (about 45 bytes plus 6 per policy candidate):
 
     base_hcp   u8[32]  the position *before* the last move, or the position itself when last_move is 0
     last_move  u16     move16 that leads from base_hcp to the training position (0: none known)
     ply        u16     plies played before the training position (drives the game-progress plane)
+    repetitions u8     earlier occurrences of the position within the lookback (repetition planes 77-79)
     value      f32     value target as a win rate for the side to move, in [0, 1]
     result     f32     game result for the side to move: 1 win, 0 loss, 0.5 draw (for value accuracy)
     policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target
@@ -13,8 +14,11 @@ Why sparse: a dense float16 (N, 2187) target costs 4.4 KB a position, 8.7 GB for
 searches visit a few dozen moves at most. Why the position before the last move: an hcp carries no
 history, so a board rebuilt from it alone would have empty last-move planes in training while search
 always fills them at inference. Replaying the one move restores those planes exactly. The repetition
-planes stay zero in training (one move of history cannot repeat a position); hcpe data has no previous
-move at all, so its last-move planes are zero too, and its progress plane reads ply 0.
+count needs the whole history, so it is counted once while the game is replayed from its start
+(hcpe3 records hold whole games, openings included) and stored; every plane then equals what the
+search's encoder gives for the same position and history. hcpe data (supervised) has no history at
+all: its last-move and repetition planes are zero and its progress plane reads ply 0, which is what
+the encoder gives for a position set up without history.
 """
 
 from __future__ import annotations
@@ -59,9 +63,12 @@ class PositionBuffer:
     """An immutable set of training positions (see the module docstring for the layout)."""
 
     def __init__(self, base_hcp: np.ndarray, last_move: np.ndarray, ply: np.ndarray, value: np.ndarray,
-                 result: np.ndarray, offsets: np.ndarray, labels: np.ndarray, probs: np.ndarray) -> None:
+                 result: np.ndarray, offsets: np.ndarray, labels: np.ndarray, probs: np.ndarray,
+                 repetitions: np.ndarray | None = None) -> None:
         n = len(base_hcp)
-        if not (len(last_move) == len(ply) == len(value) == len(result) == n and len(offsets) == n + 1):
+        reps = np.zeros(n, dtype=np.uint8) if repetitions is None else repetitions
+        if not (len(last_move) == len(ply) == len(value) == len(result) == len(reps) == n
+                and len(offsets) == n + 1):
             raise ValueError("position arrays differ in length")
         self.base_hcp = np.ascontiguousarray(base_hcp, dtype=np.uint8).reshape(n, 32)
         self.last_move = np.asarray(last_move, dtype=np.uint16)
@@ -71,6 +78,7 @@ class PositionBuffer:
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=np.int16)
         self.probs = np.asarray(probs, dtype=np.float32)
+        self.repetitions = np.asarray(reps, dtype=np.uint8)
 
     def __len__(self) -> int:
         return len(self.base_hcp)
@@ -92,7 +100,8 @@ class PositionBuffer:
         offsets = np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, starts, strict=True)])
         fields = ("base_hcp", "last_move", "ply", "value", "result")
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields), offsets,
-                   np.concatenate([p.labels for p in parts]), np.concatenate([p.probs for p in parts]))
+                   np.concatenate([p.labels for p in parts]), np.concatenate([p.probs for p in parts]),
+                   np.concatenate([p.repetitions for p in parts]))
 
     def subset(self, indices: np.ndarray) -> PositionBuffer:
         """The positions at `indices`, in that order."""
@@ -102,7 +111,8 @@ class PositionBuffer:
         offsets = np.concatenate([[0], np.cumsum(counts)])
         gather = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
         return PositionBuffer(self.base_hcp[idx], self.last_move[idx], self.ply[idx], self.value[idx],
-                              self.result[idx], offsets, self.labels[gather], self.probs[gather])
+                              self.result[idx], offsets, self.labels[gather], self.probs[gather],
+                              self.repetitions[idx])
 
     def tail(self, count: int) -> PositionBuffer:
         """The last `count` positions (the newest, when positions were added in game order)."""
@@ -134,7 +144,7 @@ class BatchDecoder:
                 board.push_move16(move)
             else:
                 board.move_number = int(buf.ply[i]) + 1
-            self._encoder.encode_into(board, out[row])
+            self._encoder.encode_into(board, out[row], int(buf.repetitions[i]))
         starts, ends = buf.offsets[idx], buf.offsets[idx + 1]
         counts = ends - starts
         rows = np.repeat(np.arange(b), counts)

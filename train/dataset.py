@@ -33,7 +33,7 @@ from dlzero.config import TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
 from dlzero.data.hcpe3 import GameRecord, iter_training_positions, read_hcpe3
-from dlzero.encoding import labels_of
+from dlzero.encoding import labels_of, repetition_count
 from dlzero.errors import DataError, RunDirError
 from dlzero.rundir import RunDir
 from train.buffer import PositionBuffer, value_target
@@ -56,10 +56,12 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
     """The training positions (plies with visit counts) of `games`, in game and ply order.
 
     Policy target: visit counts normalised over the candidates, labelled from the side to move.
+    Repetition counts come from a board replaying the whole game, as the search's board holds it.
     """
-    base_hcp, last_move, ply, value_z, evals, counts, labels, probs = [], [], [], [], [], [], [], []
+    base_hcp, last_move, ply, value_z, evals, counts, labels, probs, reps = [], [], [], [], [], [], [], [], []
     for g, game in enumerate(games):
         prev_hcp, prev_move = None, 0
+        board = game.start_board()  # the whole history, for the repetition planes (train.buffer)
         for pos in iter_training_positions(game):
             visits = pos.candidates[:, 1].astype(np.float64) if pos.is_target else None
             if visits is not None and visits.sum() > 0:
@@ -69,18 +71,20 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
                 base_hcp.append(pos.hcp if prev_hcp is None else prev_hcp)
                 last_move.append(prev_move)
                 ply.append(pos.ply)
+                reps.append(repetition_count(board))
                 value_z.append(pos.result)
                 evals.append(pos.eval)
                 counts.append(len(lab))
                 labels.append(lab)
                 probs.append(visits / visits.sum())
             prev_hcp, prev_move = pos.hcp, pos.move16
+            board.push_move16(pos.move16)
     if not base_hcp:
         return PositionBuffer.empty()
     return PositionBuffer(
         np.stack(base_hcp), np.array(last_move), np.array(ply), value_target(value_z, evals, val_lambda),
         np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
-        np.concatenate(probs))
+        np.concatenate(probs), np.array(reps))
 
 
 def count_positions(games: list[GameRecord]) -> int:

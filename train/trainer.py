@@ -3,13 +3,16 @@
 Losses (dlshogi's, adapted to a tanh value head):
 
     policy  soft cross-entropy  -sum_a pi(a) log softmax(logits)(a), pi = normalised visit counts
-    value   binary cross-entropy between the win rate q = (v + 1) / 2 and the blended target
-            (1 - λ)·z + λ·sigmoid(eval / 756); loss = policy + value, weight decay in the optimiser
+    value   BCE-with-logits of the raw value logit: win rate q = sigmoid(2x) = (tanh(x) + 1) / 2
+            against the blended target (1 - λ)·z + λ·sigmoid(eval / 756); loss = policy + value,
+            weight decay in the optimiser
 
-Why BCE on (v + 1) / 2 rather than MSE on v: (tanh(x) + 1) / 2 = sigmoid(2x), so this is exactly
-dlshogi's BCE-with-logits up to a scale of the logit, its gradient 2(q - target) does not vanish when
-the net is confidently wrong (MSE's carries a 1 - v² factor), and soft targets (draws, evals) keep
-their meaning as probabilities.
+Why BCE-with-logits on the logit x, not BCE on the tanh output: both are the same function where
+tanh is not saturated, but once tanh(x) rounds to exactly +-1 (|x| >= ~9 in fp32, ~4 in bf16) BCE
+clamps its log at -100 and its gradient through tanh is exactly 0, so a confidently wrong value could
+never be corrected. The logit form has gradient 2(sigmoid(2x) - target) everywhere (as dlshogi's).
+The model computes its value head in fp32 outside autocast, so bf16 never rounds the logit either.
+MSE on v is no alternative: its gradient carries a 1 - v² factor.
 
 Schedule: `lr` constant, or cosine from `lr` towards 0 over each segment (a generation in the loop,
 the whole run in supervised mode, so each candidate is taken at a low LR), times a linear warmup over
@@ -88,18 +91,18 @@ def policy_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return -(target * F.log_softmax(logits, dim=1)).sum(dim=1)
 
 
-def value_loss(value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per-sample BCE between the win rate (v + 1) / 2 of a tanh output and a win-rate target."""
-    return F.binary_cross_entropy((value + 1.0) * 0.5, target, reduction="none")
+def value_loss(value_logit: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-sample BCE between the win rate sigmoid(2x) of the value logit x and a win-rate target."""
+    return F.binary_cross_entropy_with_logits(2.0 * value_logit, target, reduction="none")
 
 
-def batch_stats(logits: torch.Tensor, value: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, ...]:
+def batch_stats(logits: torch.Tensor, value_logit: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, ...]:
     """(policy loss sum, value loss sum, top-1 hits, value sign hits on decisive games, decisive games)."""
     pl = policy_loss(logits, batch.policy).sum()
-    vl = value_loss(value, batch.value).sum()
+    vl = value_loss(value_logit, batch.value).sum()
     hits = (logits.argmax(dim=1) == batch.policy.argmax(dim=1)).sum()
     decisive = batch.result != 0.5
-    vhits = (((value > 0) == (batch.result > 0.5)) & decisive).sum()
+    vhits = (((value_logit > 0) == (batch.result > 0.5)) & decisive).sum()
     return pl, vl, hits, vhits, decisive.sum()
 
 
@@ -182,7 +185,7 @@ class Trainer:
             group["lr"] = lr
         self.net.train()
         with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
-            logits, value = self.net(batch.planes)
+            logits, value = self.net(batch.planes, value_logit=True)
         logits, value = logits.float(), value.float()
         pl, vl, hits, vhits, decisive = batch_stats(logits, value, batch)
         n = len(batch.value)
@@ -317,7 +320,7 @@ def evaluate(model: PolicyValueNet, buf: PositionBuffer, batch_size: int,
     meter = Meter(device)
     for start in range(0, len(buf), batch_size):
         batch = decoder.decode(buf, np.arange(start, min(start + batch_size, len(buf)))).to(device)
-        logits, value = model(batch.planes)
+        logits, value = model(batch.planes, value_logit=True)
         pl, vl, hits, vhits, decisive = batch_stats(logits.float(), value.float(), batch)
         meter.add(pl, vl, hits, len(batch.value), vhits, decisive)
     return summarise(meter.totals())

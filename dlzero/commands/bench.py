@@ -62,6 +62,9 @@ def register(sub) -> None:
                     help="comma-separated: null, torch, torch-eager, onnx")
     ps.add_argument("--batch", type=_ints, default=[1, 16, 64], help="comma-separated leaves per network call")
     ps.add_argument("--playouts", type=int, default=2000, help="playouts per measurement (one tree)")
+    ps.add_argument("--algorithms", type=_names, default=None,
+                    help="comma-separated root searches to compare in one run: puct, gumbel "
+                         "(default: the config's search.algorithm)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
 
@@ -105,8 +108,9 @@ def run_search(args: argparse.Namespace) -> int:
     from dlzero.bench.search import bench_search
 
     cfg = config_from_args(args)
-    rows = bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts)
-    _print_rows(rows, args.json, ["evaluator", "batch", "trees", "sims_per_s", "inference_only_per_s",
+    rows = bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
+                        algorithms=args.algorithms or [cfg.search.algorithm])
+    _print_rows(rows, args.json, ["evaluator", "algorithm", "batch", "trees", "sims_per_s", "inference_only_per_s",
                                   "search_vs_inference"])
     return 0
 

@@ -119,12 +119,17 @@ class Encoder:
     def __init__(self) -> None:
         self._f2 = np.empty((dl.FEATURES2_NUM, 9, 9), dtype=np.float32)
 
-    def encode_into(self, board: cshogi.Board, out: np.ndarray) -> None:
-        """Fill `out` (100, 9, 9) float32, C-contiguous, with the planes of `board`."""
-        _check_buffer(out, (NUM_PLANES, 9, 9))
-        self._encode(board, out)
+    def encode_into(self, board: cshogi.Board, out: np.ndarray, repetitions: int | None = None) -> None:
+        """Fill `out` (100, 9, 9) float32, C-contiguous, with the planes of `board`.
 
-    def _encode(self, board: cshogi.Board, out: np.ndarray) -> None:
+        `repetitions` (0..3) is `repetition_count` of the position when the caller knows it without
+        the board's history: training data counts it once while replaying the whole game, and
+        rebuilds the board from one position. None: counted from `board`'s history.
+        """
+        _check_buffer(out, (NUM_PLANES, 9, 9))
+        self._encode(board, out, repetitions)
+
+    def _encode(self, board: cshogi.Board, out: np.ndarray, repetitions: int | None = None) -> None:
         dl.make_input_features(board, out[:62], self._f2)
         out[62:].fill(0.0)
         us = board.turn
@@ -134,7 +139,7 @@ class Encoder:
         out[PLANE_HAND_THEM:PLANE_HAND_THEM + 7] = (
             np.asarray(hands[them], dtype=np.float32) / _HAND_SCALE)[:, None, None]
         out[PLANE_CHECK] = self._f2[56, 0, 0]
-        reps = repetition_count(board)
+        reps = repetition_count(board) if repetitions is None else repetitions
         if reps:
             out[PLANE_REPETITION:PLANE_REPETITION + reps] = 1.0
         if us == cshogi.WHITE:
@@ -166,6 +171,19 @@ class Encoder:
         for i, board in enumerate(boards):
             self._encode(board, out[i])
         return out[: len(boards)]
+
+
+def input_key(board: cshogi.Board, repetitions: int | None = None) -> tuple[int, int, int, int]:
+    """A key that equals for two boards only if their planes are equal: position (Zobrist hash of
+    board, hands and side to move), last move, repetition count and the progress plane's ply.
+
+    An evaluation cache keyed on the position alone would hand a transposition reached by another
+    move order (another last move, repetition history or ply) the network's output for planes
+    it never saw. `repetitions` as in `Encoder.encode_into`.
+    """
+    reps = repetition_count(board) if repetitions is None else repetitions
+    ply = min(board.move_number - 1, int(PROGRESS_PLIES))
+    return board.zobrist_hash(), board.peek(), reps, ply
 
 
 def new_batch_buffer(size: int) -> np.ndarray:

@@ -72,6 +72,7 @@ class Player:
         self._moves: list[int] = []
         self._ponder_start: float | None = None
         self.resign_threshold = cfg.usi.resign_threshold
+        self._rate: float | None = None  # playouts per ms of the last timed search (Gumbel budgets)
 
     # -- position and tree reuse ----------------------------------------------------------------
     def set_position(self, board: cshogi.Board) -> None:
@@ -94,8 +95,12 @@ class Player:
 
     # -- thinking -------------------------------------------------------------------------------
     def think(self, limits: Limits, stop: threading.Event | None = None,
-              on_info: Callable[[Analysis], None] | None = None, info_interval_ms: int = 500) -> Analysis:
-        """Search the current position within `limits`; `stop` ends the search early."""
+              on_info: Callable[[Analysis], None] | None = None, info_interval_ms: int = 500,
+              on_note: Callable[[str], None] | None = None) -> Analysis:
+        """Search the current position within `limits`; `stop` ends the search early.
+
+        `on_note` gets a line for the user once, when the tree fills its node or memory budget.
+        """
         if self.tree is None:
             raise RuntimeError("think() before set_position()")
         tree = self.tree
@@ -110,7 +115,9 @@ class Player:
         playouts = limits.playouts or self.cfg.usi.playouts
         if not playouts:
             playouts = 1 << 30 if (budget.hard_ms or limits.infinite or limits.ponder) else 800
-        state = {"extended": False, "last_info": start, "pondering": limits.ponder}
+            if self.cfg.search.algorithm == "gumbel" and budget.target_ms and not (limits.infinite or limits.ponder):
+                playouts = self._gumbel_budget(budget.target_ms)
+        state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False}
         clock_start = [start]
 
         def elapsed_ms() -> float:
@@ -127,7 +134,10 @@ class Player:
             if on_info and (time.perf_counter() - state["last_info"]) * 1000.0 >= info_interval_ms:
                 state["last_info"] = time.perf_counter()
                 on_info(self._analysis(start))
-            if self.tree.nodes >= self.cfg.search.node_limit:
+            if self.search.tree_full(self.tree):
+                if on_note is not None and not state["full"]:
+                    on_note(self._full_note())
+                state["full"] = True
                 return True
             if state["pondering"] or budget.hard_ms is None:
                 return False
@@ -136,6 +146,8 @@ class Player:
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
         self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop)
+        if tree.playouts >= 64:
+            self._rate = tree.playouts / max(elapsed_ms(), 1.0)
         while limits.infinite and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
@@ -148,6 +160,19 @@ class Player:
         self._ponder_start = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------------------
+    def _gumbel_budget(self, target_ms: float) -> int:
+        """Gumbel's Sequential Halving needs its simulation budget up front: by time, the playouts
+        the last search's speed fits into the target time (800 before any search was timed)."""
+        return max(16, int(self._rate * target_ms)) if self._rate else 800
+
+    def _full_note(self) -> str:
+        tree, cfg = self.tree, self.cfg.search
+        if tree.nodes >= cfg.node_limit:
+            why = f"its node limit ({cfg.node_limit:,} nodes)"
+        else:
+            why = f"its memory budget (hash {cfg.hash_mb} MiB, {tree.nodes:,} nodes)"
+        return f"the search tree reached {why}: it stops growing; the best move so far stands"
+
     def _time_says_stop(self, now_ms: float, target: float, hard: float, state: dict) -> bool:
         root = self.tree.root
         if not root.expanded or len(root.moves) < 2:

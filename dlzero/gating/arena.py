@@ -41,7 +41,7 @@ from dlzero.gating.sides import MoveChooser
 from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
 from dlzero.position import start_position
-from dlzero.search import Search, Tree, best_index, find_mate, root_winrate
+from dlzero.search import Search, Tree, chosen_index, find_mate, root_winrate
 
 RANDOM = "random"
 Side = Evaluator | MoveChooser | str
@@ -205,7 +205,7 @@ class _Player:
         for k, tree in zip(to_search, trees, strict=True):
             if self.resign_threshold > 0 and root_winrate(tree) < self.resign_threshold:
                 continue  # stays None: resign
-            moves[k] = int(tree.root.moves[best_index(tree.root)])
+            moves[k] = int(tree.root.moves[chosen_index(tree)])  # PUCT's most visited, or Gumbel's choice
         return moves
 
 

@@ -32,6 +32,18 @@ def onnx_header(model: PolicyValueNet, meta: ModelMetadata) -> dict:
     return payload
 
 
+class _UserOutputs(torch.nn.Module):
+    """planes -> (policy, tanh value) only: the exporter would turn forward's `value_logit`
+    keyword into a graph input otherwise."""
+
+    def __init__(self, net: PolicyValueNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.net(x)
+
+
 def onnx_bytes(model: PolicyValueNet, meta: ModelMetadata) -> bytes:
     """The serialized ONNX model (float32, batch axis dynamic) with the metadata header."""
     model = model.eval().cpu()
@@ -39,7 +51,7 @@ def onnx_bytes(model: PolicyValueNet, meta: ModelMetadata) -> bytes:
     buf = io.BytesIO()
     with torch.no_grad():
         torch.onnx.export(
-            model, (dummy,), buf,
+            _UserOutputs(model).eval(), (dummy,), buf,
             input_names=[INPUT_NAME], output_names=list(OUTPUT_NAMES),
             dynamic_axes={INPUT_NAME: {0: "batch"}, "policy": {0: "batch"}, "value": {0: "batch"}},
             opset_version=OPSET, dynamo=False,

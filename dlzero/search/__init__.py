@@ -5,6 +5,7 @@ from dlzero.search.node import Node
 from dlzero.search.result import (
     MoveStat,
     best_index,
+    chosen_index,
     cp_to_winrate,
     mate_distance,
     move_stats,
@@ -15,7 +16,7 @@ from dlzero.search.result import (
 from dlzero.search.rules import find_mate, leaf_result
 
 __all__ = [
-    "MoveStat", "Node", "Search", "SearchStats", "Tree", "best_index", "cp_to_winrate", "find_mate",
+    "MoveStat", "Node", "Search", "SearchStats", "Tree", "best_index", "chosen_index", "cp_to_winrate", "find_mate",
     "leaf_result", "mate_distance", "move_stats", "principal_variation", "root_winrate", "softmax_priors",
     "split_leaves", "winrate_to_cp",
 ]

@@ -5,7 +5,9 @@ encodes them into one preallocated buffer, makes **one** Evaluator call for all 
 expands and backs up. A single tree with `leaves_per_tree = 64` and 64 games with one leaf each
 both give the network batches of 64; self-play uses the second, the USI engine the first.
 
-Selection is dlshogi's PUCT, a pure function over a node's arrays in `dlzero.search.select`.
+Selection is dlshogi's PUCT, a pure function over a node's arrays in `dlzero.search.select`;
+with `search.algorithm: gumbel` the root instead follows Gumbel AlphaZero's Sequential Halving
+(`dlzero.search.gumbel`, one `GumbelRoot` per tree and search) and PUCT runs below it.
 Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2.
 """
 
@@ -21,10 +23,11 @@ import cshogi
 import numpy as np
 
 from dlzero.config import SearchConfig
-from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
+from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
-from dlzero.search.node import Node
-from dlzero.search.rules import leaf_result
+from dlzero.search.gumbel import GumbelParams, GumbelRoot
+from dlzero.search.node import NODE_BYTES, Node, expansion_bytes
+from dlzero.search.rules import leaf_proof
 from dlzero.search.select import PuctParams, puct_select
 
 
@@ -44,7 +47,10 @@ class Tree:
     collisions: int = 0
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
+    memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
     noised: bool = False
+    gumbel: GumbelRoot | None = None  # the current search's Gumbel root (search.algorithm: gumbel)
+    clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
     # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
     move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
 
@@ -62,9 +68,11 @@ class Tree:
         child = self.root.children[i] if reuse and i >= 0 else None
         self.board.push(move)
         self.root = child if child is not None and child.expanded else Node()
-        self.root.terminal = None
+        self.root.terminal = self.root.mate_plies = None
         self.noised = False
-        self.nodes = self.root.count_nodes()
+        self.gumbel = None
+        self.clean_prior = None
+        self.nodes, self.memory = self.root.size()
 
 
 @dataclass
@@ -74,8 +82,7 @@ class _Leaf:
     node: Node
     moves: np.ndarray
     labels: np.ndarray
-    key: int
-    cacheable: bool = True
+    key: tuple | None  # the evaluation cache's key (None: not cached: cache off, or moves filtered)
 
 
 class _Done:
@@ -123,7 +130,8 @@ class Search:
         self.encoder = Encoder()
         self.buffers = [new_batch_buffer(max(cfg.leaves_per_tree, 1)) for _ in range(2)]  # two for pipelining
         self.stats = SearchStats()
-        self.cache: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
+        # keyed on everything the network sees (`input_key`), not the position alone
+        self.cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
         self._buffer = self.buffers[0]
 
@@ -137,6 +145,7 @@ class Search:
         self._cfg = cfg
         self._puct = PuctParams(cfg.c_init, cfg.c_base, cfg.fpu_reduction)
         self._puct_root = PuctParams(cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)
+        self._gumbel = GumbelParams(cfg.gumbel_c_visit, cfg.gumbel_c_scale) if cfg.algorithm == "gumbel" else None
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
@@ -152,6 +161,8 @@ class Search:
         targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
         for tree, target in zip(trees, targets, strict=True):
             tree.playouts, tree.target, tree.collisions, tree.inflight = 0, target, 0, 0
+            tree.gumbel = None
+            self.start_gumbel(tree)  # a reused root is already expanded; a new one starts in `_expand`
         per_tree = leaves_per_tree or self.cfg.leaves_per_tree
         capacity = len(trees) * per_tree
         if self.buffers[0].shape[0] < capacity:
@@ -181,8 +192,14 @@ class Search:
             if should_stop and should_stop():
                 active = []
                 continue
-            active = [t for t in active if not t.done and t.nodes < self.cfg.node_limit]
+            active = [t for t in active if not t.done and not self.tree_full(t)]
         self.stats.total_seconds += time.perf_counter() - start
+
+    def tree_full(self, tree: Tree) -> bool:
+        """The tree reached `search.node_limit` nodes or its `search.hash_mb` memory budget: it may
+        not grow any more (its search stops)."""
+        budget = self.cfg.hash_mb << 20
+        return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory >= budget)
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -222,13 +239,18 @@ class Search:
             if not node.expanded:
                 if node.pending:
                     self._undo_virtual_loss(path)
+                    if tree.gumbel is not None and path:
+                        tree.gumbel.undo(path[0][1])
                     self._unwind(board, path)
                     return None
                 queued = self._reach_leaf(tree, board, node, path, leaves)
                 if not queued:
                     self._backup(tree, path, node, node.terminal)
                 break
-            i = self._select(node, node is tree.root)
+            if node is tree.root and tree.gumbel is not None:
+                i = tree.gumbel.select(node.n, node.w)
+            else:
+                i = self._select(node, node is tree.root)
             if node.n[i] == 0:
                 node.visited_prior += float(node.prior[i])
             node.n[i] += vl
@@ -238,6 +260,7 @@ class Search:
             if child is None:
                 child = node.children[i] = Node()
                 tree.nodes += 1
+                tree.memory += NODE_BYTES
             board.push(int(node.moves[i]))
             node = child
         self._unwind(board, path)
@@ -247,28 +270,31 @@ class Search:
                     leaves: list[_Leaf]) -> bool:
         """First visit of a node: settle it by the rules, from the cache, or queue it for the network."""
         moves, labels = legal_moves_and_labels(board)
-        result = leaf_result(board, self.cfg, len(moves)) if path else (0.0 if len(moves) == 0 else None)
-        if result is not None:
-            node.terminal = result
-            if result == 0.0 and len(path) > 1:
-                path[-1][0].terminal = 1.0  # the mover has a winning move: its node is proven won
+        proof = leaf_proof(board, self.cfg, len(moves)) if path else ((0.0, 0) if len(moves) == 0 else None)
+        if proof is not None:
+            node.terminal, node.mate_plies = proof
+            if node.terminal == 0.0 and len(path) > 1:
+                mover = path[-1][0]  # the mover has a winning move: its node is proven won
+                mover.terminal = 1.0
+                mover.mate_plies = None if node.mate_plies is None else node.mate_plies + 1
             return False
         # A filtered node's priors cover only some moves: it must not share the cache with full nodes.
         keep = tree.move_filter(board, len(path), moves) if tree.move_filter is not None else None
         if keep is not None:
             moves, labels = moves[keep], labels[keep]
-        key = board.zobrist_hash()
-        cached = self.cache.get(key) if self.cfg.nn_cache_size and keep is None else None
+        reps = repetition_count(board)
+        key = input_key(board, reps) if self.cfg.nn_cache_size and keep is None else None
+        cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             self.cache.move_to_end(key)
             prior, value = cached
+            node.nn_value = value  # before `_expand`: a Gumbel root needs it
             self._expand(tree, node, moves, labels, prior)
-            node.nn_value = value
             self._backup(tree, path, node, value)
             return True
         node.pending = True
-        self.encoder.encode_into(board, self._buffer[len(leaves)])
-        leaves.append(_Leaf(tree, list(path), node, moves, labels, key, keep is None))
+        self.encoder.encode_into(board, self._buffer[len(leaves)], reps)
+        leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
         return True
 
     def _finish(self, result: Future | _Done, leaves: list[_Leaf], t0: float) -> None:
@@ -284,9 +310,9 @@ class Search:
             node = leaf.node
             node.pending = False
             leaf.tree.inflight -= 1
+            node.nn_value = value  # before `_expand`: a Gumbel root needs it
             self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
-            node.nn_value = value
-            if self.cfg.nn_cache_size and leaf.cacheable:
+            if leaf.key is not None:
                 self.cache[leaf.key] = (prior, value)
                 if len(self.cache) > self.cfg.nn_cache_size:
                     self.cache.popitem(last=False)
@@ -300,16 +326,38 @@ class Search:
 
     def _expand(self, tree: Tree, node: Node, moves: np.ndarray, labels: np.ndarray, prior: np.ndarray) -> None:
         node.expand(moves, labels, prior)
+        tree.memory += expansion_bytes(len(moves))
         if node is tree.root:
             self.add_root_noise(tree)
+            self.start_gumbel(tree, spent=1)
+
+    def start_gumbel(self, tree: Tree, spent: int = 0) -> None:
+        """Begin the Gumbel root of this search (gumbel algorithm, expanded root, not yet begun).
+
+        Its budget is the playouts left: a fresh root's own evaluation (`spent`) is one of them,
+        so the halving schedule sums exactly to the visits its moves will get.
+
+        The Gumbel sample is the exploration: drawn for trees that ask for noise (self-play's full
+        searches), zero otherwise (engine, gate, cheap searches), as mctx's gumbel_scale = 0.
+        """
+        root = tree.root
+        if self._gumbel is None or tree.gumbel is not None or not root.expanded or len(root.moves) == 0:
+            return
+        cfg = self.cfg
+        value = root.nn_value if root.nn_value is not None else root.q()  # v of v_mix
+        budget = max(1, tree.target - tree.playouts - spent)
+        tree.gumbel = GumbelRoot(root.prior, cfg.softmax_temperature, value, budget,
+                                 cfg.gumbel_considered, self.rng if tree.noise else None, self._gumbel)
 
     def add_root_noise(self, tree: Tree) -> None:
-        """Mix Dirichlet noise into the root priors once per search (only if the tree asks for it)."""
+        """Mix Dirichlet noise into the root priors once per search (if the tree asks; never with Gumbel,
+        whose sample is the exploration)."""
         root = tree.root
-        if not tree.noise or tree.noised or not root.expanded or len(root.moves) < 2:
+        if self._gumbel is not None or not tree.noise or tree.noised or not root.expanded or len(root.moves) < 2:
             return
         noise = self.rng.dirichlet([self.cfg.dirichlet_alpha] * len(root.moves))
         eps = self.cfg.dirichlet_epsilon
+        tree.clean_prior = root.prior
         root.prior = ((1.0 - eps) * root.prior + eps * noise).astype(np.float32)
         tree.noised = True
 

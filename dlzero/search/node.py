@@ -13,19 +13,33 @@ Edge statistics live in the parent (arrays indexed by child slot `i`, `k` = numb
 
 Values are win rates in [0, 1]; `w[i] / n[i]` is Q(s, a) from the chooser's point of view.
 `terminal` holds a proven result for the side to move here (1 win, 0 loss, draw value for draws),
-set by the rules (mate, repetition, declaration) or by a mate search.
+set by the rules (mate, repetition, declaration) or by a mate search. `mate_plies` says whether that
+proof is a mate: plies to the mate from here (0: the side to move is mated, k: it mates in k), None
+for every other proof (repetition, perpetual check, move cap, declaration) or no proof.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+# Memory of a node, from sys.getsizeof and checked against tracemalloc (tests/test_usi_hash.py):
+# the Node object and its empty children list; once expanded, five numpy array headers plus, per
+# legal move, moves int64 + labels int32 + prior float32 + n, w float64 + a children slot.
+NODE_BYTES = 200
+EXPANDED_BYTES = 600
+PER_MOVE_BYTES = 44
+
+
+def expansion_bytes(k: int) -> int:
+    """Bytes a node gains when it is expanded with `k` legal moves."""
+    return EXPANDED_BYTES + PER_MOVE_BYTES * k
+
 
 class Node:
     """A position in the tree; expanded once the network (or a rule) has evaluated it."""
 
     __slots__ = ("moves", "labels", "prior", "n", "w", "children", "visits", "value_sum",
-                 "visited_prior", "terminal", "pending", "nn_value")
+                 "visited_prior", "terminal", "mate_plies", "pending", "nn_value")
 
     def __init__(self) -> None:
         self.moves: np.ndarray | None = None
@@ -38,6 +52,7 @@ class Node:
         self.value_sum = 0.0       # summed win rate for the side to move here
         self.visited_prior = 0.0   # sum of priors of children visited at least once (for FPU)
         self.terminal: float | None = None
+        self.mate_plies: int | None = None
         self.pending = False       # queued for evaluation in the current batch
         self.nn_value: float | None = None
 
@@ -66,9 +81,15 @@ class Node:
 
     def count_nodes(self) -> int:
         """Nodes in this subtree (iterative: trees can be deep)."""
-        total, stack = 0, [self]
+        return self.size()[0]
+
+    def size(self) -> tuple[int, int]:
+        """(nodes, estimated bytes) of this subtree (iterative: trees can be deep)."""
+        nodes = memory = 0
+        stack = [self]
         while stack:
             node = stack.pop()
-            total += 1
+            nodes += 1
+            memory += NODE_BYTES + (expansion_bytes(len(node.moves)) if node.moves is not None else 0)
             stack.extend(c for c in node.children if c is not None)
-        return total
+        return nodes, memory

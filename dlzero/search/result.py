@@ -83,12 +83,22 @@ def best_index(node: Node) -> int:
     return int(np.argmax(score))
 
 
+def chosen_index(tree: Tree) -> int:
+    """The root move to play after a search: a proven win if any, else a Gumbel search's choice
+    (`GumbelRoot.choice`), else `best_index`."""
+    root = tree.root
+    i = best_index(root)
+    if tree.gumbel is None or _child_proof(root, i) == 1.0:
+        return i
+    return tree.gumbel.choice(root.n, root.w)
+
+
 def principal_variation(tree: Tree, max_len: int = 32) -> list[int]:
     """Moves along the best child from the root while nodes are expanded."""
     pv = []
     node = tree.root
     while node is not None and node.expanded and len(pv) < max_len and len(node.moves):
-        i = best_index(node)
+        i = chosen_index(tree) if node is tree.root else best_index(node)
         if node.n[i] <= 0 and _child_proof(node, i) is None:
             break
         pv.append(int(node.moves[i]))
@@ -101,7 +111,7 @@ def root_winrate(tree: Tree) -> float:
     root = tree.root
     if not root.expanded or len(root.moves) == 0:
         return 0.0
-    i = best_index(root)
+    i = chosen_index(tree)
     proof = _child_proof(root, i)
     if proof is not None:
         return proof
@@ -109,14 +119,21 @@ def root_winrate(tree: Tree) -> float:
 
 
 def mate_distance(tree: Tree) -> int | None:
-    """Plies to a proven mate along the PV (positive: we mate; negative: we are mated), else None."""
+    """Plies to a proven mate along the PV (positive: we mate; negative: we are mated), else None.
+
+    Only a mate counts: a PV that ends in another proven result (a repetition, a draw by move
+    count, a declaration) has no mate distance, so it is reported as a score, not as a mate.
+    """
     pv = principal_variation(tree, 64)
     node = tree.root
     for ply, move in enumerate(pv):
         i = node.child_index(move)
         child = node.children[i]
         if child is not None and child.terminal is not None:
+            if child.mate_plies is None:
+                return None
+            plies = ply + 1 + child.mate_plies
             ours = (ply % 2 == 0) == (child.terminal == 0.0)
-            return (ply + 1) if ours else -(ply + 1)
+            return plies if ours else -plies
         node = child
     return None

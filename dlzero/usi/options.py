@@ -3,7 +3,8 @@ validation as `--set` and a bad value can never reach the search.
 
 Units follow dlshogi where it has the option: ResignThreshold and DrawValueBlack/White are in
 permille (10 = a 1% win rate), times are in milliseconds. DrawPly 0 means "no draw by move count"
-(stored as a very large `search.max_moves`, since that key must be positive).
+(stored as a very large `search.max_moves`, since that key must be positive). USI_Hash (MiB) is the
+search tree's memory budget, `search.hash_mb` (0: none but the node limit).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("Threads", "spin", "inference.threads", 0, 256),
     UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
     UsiOption("Playouts", "spin", "usi.playouts", 0, 1_000_000_000),
+    UsiOption("SearchAlgorithm", "combo", "search.algorithm", choices=("puct", "gumbel")),
     UsiOption("ByoyomiMargin", "spin", "usi.byoyomi_margin_ms", 0, 60_000),
     UsiOption("TimeMargin", "spin", "usi.time_margin_ms", 0, 60_000),
     UsiOption("ResignThreshold", "spin", "usi.resign_threshold", 0, 1000, to_config=_permille,
@@ -70,8 +72,11 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("RootMateDepth", "spin", "search.root_mate_depth", 0, 31),
     UsiOption("LeafMateDepth", "spin", "search.leaf_mate_depth", 0, 15),
     UsiOption("USI_Ponder", "check", None),
+    UsiOption("USI_Hash", "spin", "search.hash_mb", 0, 1 << 20),
 )
 BY_NAME = {o.name.lower(): o for o in OPTIONS}
+# Sent by GUIs to every engine: accepted quietly, not offered (dlzero has no opening book).
+IGNORED = frozenset({"usi_ownbook"})
 # Options whose change means the model must be loaded again at the next `isready`.
 MODEL_KEYS = ("inference.backend", "inference.device", "inference.threads", "inference.precision")
 

@@ -25,7 +25,7 @@ from dlzero.errors import DlzeroError
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import best_index, winrate_to_cp
-from dlzero.usi.options import BY_NAME, MODEL_KEYS, get_key, option_lines, parse_value, with_option
+from dlzero.usi.options import BY_NAME, IGNORED, MODEL_KEYS, get_key, option_lines, parse_value, with_option
 
 ENGINE_NAME = "dlzero"
 ENGINE_AUTHOR = "dlzero developers"
@@ -118,6 +118,8 @@ class UsiEngine:
         else:
             name, value = " ".join(tokens[1:]), ""
         opt = BY_NAME.get(name.lower())
+        if opt is None and name.lower() in IGNORED:
+            return
         if opt is None:
             self.send(f"info string error: unknown option '{name}'")
             return
@@ -215,7 +217,8 @@ class UsiEngine:
         on_info = (lambda a: self._send_info(a, player, multipv)) if interval > 0 else None
         result: Analysis | None = None
         try:
-            result = player.think(limits, self._stop, on_info, interval or 500)
+            result = player.think(limits, self._stop, on_info, interval or 500,
+                                  on_note=lambda text: self.send(f"info string {text}"))
             if on_info is None or result.nodes == 0:
                 self._send_info(result, player, multipv)
         except Exception as exc:  # the GUI still needs its bestmove

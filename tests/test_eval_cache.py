@@ -1,0 +1,81 @@
+"""The evaluation cache is keyed on everything the network sees (issue 10, defect 6).
+
+The same board reached by two move orders has other last-move planes (and may differ in the
+repetition and progress planes): it must be evaluated again, not served the other input's output.
+"""
+
+from __future__ import annotations
+
+import random
+
+import cshogi
+import numpy as np
+
+from dlzero.config import SearchConfig
+from dlzero.encoding import NUM_LABELS, encode_position
+from dlzero.inference.base import Evaluator
+from dlzero.position import parse_position
+from dlzero.search import Search, Tree
+
+
+class Recording(Evaluator):
+    """Uniform policy, value 0; remembers every input it was given."""
+
+    backend = "fake"
+
+    def __init__(self) -> None:
+        super().__init__(1 << 10)
+        self.seen: list[np.ndarray] = []
+
+    def _run(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.seen.extend(p.copy() for p in planes)
+        return np.zeros((len(planes), NUM_LABELS), np.float32), np.zeros(len(planes), np.float32)
+
+
+def _root_eval(search: Search, position: str) -> None:
+    search.run([Tree(parse_position(position))], 1, leaves_per_tree=1)
+
+
+def test_two_move_orders_to_one_board_are_evaluated_separately():
+    a, b = "startpos moves 7g7f 3c3d 2g2f", "startpos moves 2g2f 3c3d 7g7f"
+    assert parse_position(a).zobrist_hash() == parse_position(b).zobrist_hash()
+    ev = Recording()
+    search = Search(ev, SearchConfig(nn_cache_size=1000, root_mate_depth=0))
+    _root_eval(search, a)
+    _root_eval(search, b)
+    assert len(ev.seen) == 2 and len(search.cache) == 2
+    assert np.array_equal(ev.seen[0], encode_position(parse_position(a)))
+    assert np.array_equal(ev.seen[1], encode_position(parse_position(b)))
+    _root_eval(search, a)  # the very same input again: served from the cache
+    assert len(ev.seen) == 2
+
+
+def test_a_repeated_board_is_not_served_the_first_occurrences_output():
+    first, again = "startpos moves 5i5h 5a5b", "startpos moves 5i5h 5a5b 5h5i 5b5a 5i5h 5a5b"
+    ev = Recording()
+    search = Search(ev, SearchConfig(nn_cache_size=1000, root_mate_depth=0))
+    _root_eval(search, first)
+    _root_eval(search, again)  # same board, same last move, but it occurred before (plane 77)
+    assert len(ev.seen) == 2 and ev.seen[1][77].all() and not ev.seen[0][77].any()
+
+
+def test_equal_keys_mean_equal_planes_over_random_games():
+    from dlzero.encoding import input_key
+
+    rng = random.Random(5)
+    by_key: dict[tuple, np.ndarray] = {}
+    by_planes: dict[bytes, tuple] = {}
+    for _ in range(30):
+        board = cshogi.Board()
+        for _ in range(60):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+            planes = encode_position(board)
+            key = input_key(board)
+            if key in by_key:
+                assert np.array_equal(by_key[key], planes)
+            by_key[key] = planes
+            assert by_planes.setdefault(planes.tobytes(), key) == key
+    assert len(by_key) > 1000
