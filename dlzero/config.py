@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -82,6 +83,22 @@ def _odd_or_zero(v: Any) -> str | None:
     return None if v == 0 or (v > 0 and v % 2 == 1) else "must be 0 (off) or an odd number of plies"
 
 
+_ANCHOR_NAME = re.compile(r"(random|alphabeta:[1-9]\d*|gen-\d{4,})$")
+
+
+def _anchor_list(v: Any) -> str | None:
+    bad = [a for a in v if not _ANCHOR_NAME.match(str(a))]
+    if bad:
+        return f"names '{bad[0]}', not an anchor (random, alphabeta:N with N >= 1, gen-NNNN; engines: rate.engines)"
+    if "random" not in v:
+        return "must include 'random' (the rating scale's zero)"
+    return None if len(set(v)) == len(v) else "must not name an anchor twice"
+
+
+def _even(v: Any) -> str | None:
+    return None if v > 0 and v % 2 == 0 else "must be an even number > 0 (games come in colour-swapped pairs)"
+
+
 @dataclass
 class ModelConfig:
     """ResNet shape: stem, `blocks` residual blocks of `channels`, policy and value heads."""
@@ -93,12 +110,31 @@ class ModelConfig:
 
 
 @dataclass
+class QuantizeConfig:
+    """int8 models (`inference.precision: int8`): calibration and the accuracy gate they must pass."""
+
+    calibration: str = _field("auto", _one_of("auto", "minmax", "percentile", "entropy"),
+                              "how activation ranges are chosen; auto: try all, keep the most accurate")
+    keep_fp32: str = _field("auto", _one_of("auto", "none", "stem", "heads", "stem+heads"),
+                            "layers left in fp32; auto: none, then heads, stem, stem+heads until the gate passes")
+    activations: str = _field("uint8", _one_of("uint8", "int8"), "activation type (weights: int8 per channel)")
+    calibration_positions: int = _field(1024, _positive, "positions that set the activation ranges")
+    holdout_positions: int = _field(512, _positive, "other positions (other games) the gate measures on")
+    shards: int = _field(16, _positive, "newest self-play shards of the run to draw positions from")
+    data: str = _field("", None, "positions when the model is not in a run: hcpe3/hcpe file, shard folder or "
+                       "record (CSA/KIF) folder; empty: positions from random games")
+    min_top1: float = _field(0.99, _unit, "gate: least policy top-1 agreement (legal moves) with fp32")
+    max_value_error: float = _field(0.01, _non_negative, "gate: largest mean |value difference| from fp32")
+
+
+@dataclass
 class InferenceConfig:
     """How positions are evaluated: backend, device, precision."""
 
     backend: str = _field("auto", _one_of("auto", "torch", "onnx"), "auto: by model file type")
     device: str = _field("auto", None, "auto, cpu, cuda or cuda:N")
-    precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16"), "auto: fp16 on CUDA, fp32 on CPU")
+    precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16", "int8"),
+                            "auto: fp16 on CUDA, fp32 on CPU; int8: a calibrated quantized ONNX model (onnxruntime)")
     threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
     optimize: str = _field(
         "auto", _one_of("auto", "none", "freeze", "compile", "cuda_graphs"),
@@ -106,6 +142,7 @@ class InferenceConfig:
     )
     providers: list = _field([], None, "onnxruntime providers in order; empty: best available")
     max_batch: int = _field(256, _positive, "largest batch one call may carry")
+    quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
 
 
 @dataclass
@@ -226,6 +263,28 @@ class GateConfig:
 
 
 @dataclass
+class RateConfig:
+    """Ratings on an anchored scale (`dlzero rate`): the run's models against a fixed anchor pool."""
+
+    anchors: list = _field(["random", "alphabeta:100", "alphabeta:1000", "alphabeta:10000", "gen-0000"],
+                           _anchor_list, "anchor pool, weakest first: random (Elo 0), alphabeta:N (node budget), "
+                           "gen-NNNN; each model plays each anchor, and neighbouring anchors play each other")
+    engines: list = _field([], None, "outside USI engines as NAME=COMMAND; they join the anchor pool")
+    engine_go: str = _field("byoyomi 1000", None, "what follows 'go' for outside engines (e.g. nodes 800)")
+    engine_timeout_s: float = _field(120.0, _positive, "an outside engine silent this long is an error")
+    games: int = _field(20, _even, "games per pairing; `dlzero rate` tops every pairing up to this many")
+    playouts: int = _field(64, _positive, "playouts per move of the run's models (a different count is "
+                           "a different player: games at other counts are left out of the fit)")
+    models: str = _field("promoted", _one_of("promoted", "all"), "which generations to rate")
+    sample: int = _field(0, _non_negative, "rate at most this many of them, evenly spread (0: all)")
+    parallel: int = _field(16, _positive, "games of a pairing played at once")
+    prior_draws: float = _field(1.0, _non_negative, "virtual draws per pair that met (keeps all-win "
+                                "players finite; 0: plain maximum likelihood)")
+    loop: bool = _field(False, None, "the loop rates each promoted model as it goes")
+    every: int = _field(1, _positive, "the loop rates every Nth promoted model")
+
+
+@dataclass
 class ServerConfig:
     """Shared inference servers: one process per device owns the model and batches for many workers."""
 
@@ -269,6 +328,7 @@ class Config:
     selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     gate: GateConfig = field(default_factory=GateConfig)
+    rate: RateConfig = field(default_factory=RateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)

@@ -1,20 +1,26 @@
-"""Learning benchmark (not a test): run the tiny loop for a fixed time, then measure the best model.
+"""Learning benchmark (not a test): run the tiny loop for a fixed time, then rate it on the anchored scale.
 
-    python scripts/learning_benchmark.py --minutes 60 --run runs/learning
+    python scripts/learning_benchmark.py --minutes 60 --run runs/learning --out docs/benchmarks/learning-tiny-1h
 
 1. `dlzero loop --config tiny` runs for `--minutes` (interrupted with SIGINT at the deadline; the
-   loop is resumable, so rerunning continues the same run);
-2. the run's best model plays generation 0 and a uniformly random mover, `--games` games each,
-   alternating colours, fixed playouts, no noise;
-3. prints win rates, Elo with a 95 % interval, and the path of the Elo/loss curve (progress.png).
+   loop is resumable, so rerunning continues the same run). Extra arguments go to the loop.
+2. `dlzero rate`: the run's promoted models (at most `--sample`, evenly spread) play the anchor pool
+   (`rate.anchors` of the run's config: random mover = 0, alpha-beta rungs, generation 0), `--games`
+   games per pairing at `--playouts`; one maximum-likelihood fit over all games (they accumulate in
+   runs/NAME/rating/, so a rerun only adds what is missing).
+3. writes OUT-anchored.csv (the run's metrics/elo.csv: player, generation, elo, elo_low, elo_high,
+   games, anchor, wall_seconds) and OUT-anchored.png (anchored Elo against minutes since generation 0,
+   with 95 % intervals), and prints the rating table.
 
-Target (issue: training, gating and the loop): after one hour on a 2-core CPU the best model wins
->= 90 % against generation 0 and 100 % against the random mover over >= 40 games each.
+Earlier target (issue: training, gating and the loop): after one hour on a 2-core CPU the best model
+wins >= 90 % against generation 0 and 100 % against the random mover. The anchored curve says how far
+above those floors it is, in units that mean the same in every run (the alpha-beta rungs never change).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,40 +44,55 @@ def run_loop(run: Path, minutes: float, extra: list[str]) -> None:
                 proc.kill()
 
 
-def measure(run: Path, games: int, playouts: int) -> None:
-    from dlzero.config import InferenceConfig
-    from dlzero.gating.arena import RANDOM, play_match
-    from dlzero.inference import load_model
-    from dlzero.rundir import RunDir, generation_name
-    from selfplay.plots import plot_progress
+def measure(run: Path, out: Path, games: int | None, playouts: int | None, sample: int | None,
+            threads: int) -> None:
+    from dlzero.gating.rating import rate, select_generations
+    from dlzero.metrics.plots import plot_anchored_curve, plot_progress
+    from dlzero.rundir import RunDir
 
     rd = RunDir.open(run)
     cfg = rd.config()
-    inference = InferenceConfig(backend="onnx", threads=2)
-    best = rd.best()
-    best_ev = load_model(rd.best_model_path(), inference)
-    gen0 = load_model(rd.model_path(0), inference)
-    print(f"best model: generation {best.generation} ({best.model})")
-    for name, opponent in (("generation 0", gen0), ("random mover", RANDOM)):
-        result = play_match(best_ev, opponent, games, cfg, playouts=playouts, parallel=min(games, 20),
-                            names=(generation_name(best.generation), name))
-        elo, low, high = result.elo()
-        print(f"vs {name}: {result.wins}-{result.draws}-{result.losses} "
-              f"(win rate {result.wins / max(1, games):.1%}, score {result.score:.3f}), "
-              f"Elo {elo:+.0f} [{low:+.0f}, {high:+.0f}]", flush=True)
-    print(f"curve: {plot_progress(rd)}")
+    cfg.rate.games = games or cfg.rate.games
+    cfg.rate.playouts = playouts or cfg.rate.playouts
+    cfg.rate.sample = cfg.rate.sample if sample is None else sample
+    cfg.inference.threads = threads
+    gens = select_generations(rd, cfg)
+    print(f"rating generations {gens} against {cfg.rate.anchors}: {cfg.rate.games} games per pairing, "
+          f"{cfg.rate.playouts} playouts", flush=True)
+    t0 = time.perf_counter()
+    report = rate(rd, cfg, gens)
+    for line in report.problems:
+        print(f"warning: {line}")
+    print(f"{report.played} games in {time.perf_counter() - t0:.0f} s")
+    if report.ratings is None:
+        print("no ratings")
+        return
+    print(f"{'player':<16} {'elo':>7}   {'95% interval':<17} {'games':>6}")
+    for r in report.ratings.ratings:
+        print(f"{r.player:<16} {r.elo:>+7.0f}   [{r.elo_low:+.0f}, {r.elo_high:+.0f}]{'':<4} {r.games:>6}")
+    csv_out = out.with_name(out.name + "-anchored.csv")
+    csv_out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(rd.metrics_dir / "elo.csv", csv_out)
+    png = plot_anchored_curve(csv_out, out.with_name(out.name + "-anchored.png"),
+                              f"{run.name}: anchored Elo against time (random = 0)")
+    print(f"anchored curve: {png}, {csv_out}; progress plot: {plot_progress(rd)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", default="runs/learning", help="run directory (resumed if present)")
-    parser.add_argument("--minutes", type=float, default=60.0, help="loop time budget (0: only measure)")
-    parser.add_argument("--games", type=int, default=40, help="games against each opponent")
-    parser.add_argument("--playouts", type=int, default=64, help="playouts per move in the matches")
+    parser.add_argument("--minutes", type=float, default=60.0, help="loop time budget (0: only rate)")
+    parser.add_argument("--out", default="docs/benchmarks/learning-tiny-1h",
+                        help="prefix of the CSV and PNG written (OUT-anchored.csv, OUT-anchored.png)")
+    parser.add_argument("--games", type=int, help="games per pairing, even (default: the run's rate.games)")
+    parser.add_argument("--playouts", type=int, help="playouts per move of the models (default: rate.playouts)")
+    parser.add_argument("--sample", type=int, help="rate at most this many promoted models, 0: all "
+                        "(default: rate.sample)")
+    parser.add_argument("--threads", type=int, default=2, help="inference threads while rating")
     args, extra = parser.parse_known_args()
     if args.minutes > 0:
         run_loop(Path(args.run), args.minutes, extra)
-    measure(Path(args.run), args.games, args.playouts)
+    measure(Path(args.run), Path(args.out), args.games, args.playouts, args.sample, args.threads)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,9 @@ def test_export_and_bench(workdir):
         assert {"backend", "batch", "positions_per_s"} <= set(row)
         assert row["positions_per_s"] > 0
     network = [(r["backend"], r["batch"]) for r in rows if r["backend"] != "encoder"]
-    assert sorted(network) == sorted((b, n) for b in ("torch-eager", "torch", "onnx") for n in (1, 4))
+    assert sorted(network) == sorted((b, n) for b in ("torch-eager", "torch", "onnx", "onnx-int8") for n in (1, 4))
+    int8 = [r for r in rows if r["backend"] == "onnx-int8"]
+    assert all(r["vs_onnx_fp32"] > 0 and 0 <= r["top1_vs_fp32"] <= 1 and r["cpu_flags"] for r in int8)
     assert [r["backend"] for r in rows].count("encoder") == 1
 
 

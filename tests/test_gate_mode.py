@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 import dlzero.gating.promotion
+import dlzero.metrics.plots
 import selfplay.bootstrap
-import selfplay.plots
 import selfplay.session
 import train.generation
 from dlzero.config import gate_interval, load_config
@@ -71,7 +71,7 @@ def test_loop_gates_by_mode(tmp_path, monkeypatch, mode, gated, best):
     monkeypatch.setattr(selfplay.session, "run_selfplay", play)
     monkeypatch.setattr(train.generation, "train_generation", train_gen)
     monkeypatch.setattr(dlzero.gating.promotion, "gate_and_promote", gate)
-    monkeypatch.setattr(selfplay.plots, "plot_progress", lambda rd_: None)
+    monkeypatch.setattr(dlzero.metrics.plots, "plot_progress", lambda rd_: None)
 
     run_loop(rd, cfg, 4, progress=False)
     assert calls == gated

@@ -13,7 +13,8 @@ TINY = ["--set", "model.blocks=1", "--set", "model.channels=16", "--set", "selfp
         "--set", "selfplay.cheap_playouts=4", "--set", "selfplay.max_moves=60", "--set", "selfplay.workers=1",
         "--set", "selfplay.games_in_parallel=8", "--set", "gate.max_moves=60", "--set", "gate.playouts=6",
         "--set", "train.window_min=300", "--set", "train.batch_size=32", "--set", "inference.threads=1",
-        "--games", "8", "--steps", "15", "--gate-games", "4", "--quiet"]
+        "--set", "rate.games=2", "--set", "rate.playouts=4", "--set", "rate.anchors=[random,alphabeta:10,gen-0000]",
+        "--rate", "--games", "8", "--steps", "15", "--gate-games", "4", "--quiet"]
 
 
 def _loop(run: Path, generations: int) -> subprocess.CompletedProcess:
@@ -44,6 +45,16 @@ def test_loop_runs_two_generations_and_resumes(tmp_path):
         rows = list(csv.DictReader(fh))
     assert [int(r["generation"]) for r in rows] == [1, 2]
     assert (run / "metrics" / "progress.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # --rate: every promoted candidate was rated on the anchored scale as the loop went
+    promoted = {f"gen-{int(r['generation']):04d}" for r in rows if r["promoted"] == "1"}
+    elo_csv = run / "metrics" / "elo.csv"
+    if promoted:
+        with open(elo_csv, newline="") as fh:
+            rated = {r["player"] for r in csv.DictReader(fh)}
+        assert rated == promoted | {"gen-0000", "random", "alphabeta:10"}
+        assert any((run / "rating").glob("*.json"))
+    else:
+        assert not elo_csv.exists()
     shards = list((run / "data").glob("gen-*/*.hcpe3"))
     assert shards, "self-play wrote no shards"
     assert any((run / "games").rglob("*.csa"))

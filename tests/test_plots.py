@@ -1,10 +1,10 @@
-"""Progress plot from the run's CSV files."""
+"""Progress plot from the run's CSV files (losses; anchored Elo from elo.csv, else the gate chain)."""
 
 from __future__ import annotations
 
 from dlzero.config import Config
+from dlzero.metrics.plots import anchored_series, elo_chain, loss_series, plot_progress
 from dlzero.rundir import RunDir
-from selfplay.plots import elo_chain, loss_series, plot_progress
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -48,3 +48,32 @@ def test_plot_progress_writes_png(tmp_path):
     assert out == rd.metrics_dir / "progress.png"
     data = out.read_bytes()
     assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
+
+
+ELO = """\
+player,generation,elo,elo_low,elo_high,games,anchor,wall_seconds
+gen-0000,0,40.0,-60.0,140.0,40,1,0
+gen-0003,3,350.5,250.0,450.0,40,0,900
+gen-0001,1,120.0,20.0,220.0,40,0,
+alphabeta:100,,300.0,200.0,400.0,60,1,
+random,,0.0,0.0,0.0,60,1,
+broken,x,,,,,,
+"""
+
+
+def test_anchored_series_reads_elo_csv():
+    import csv
+    import io
+
+    models, anchors = anchored_series(list(csv.DictReader(io.StringIO(ELO))))
+    assert models == [(0, 0.0, 40.0, -60.0, 140.0), (1, None, 120.0, 20.0, 220.0), (3, 900.0, 350.5, 250.0, 450.0)]
+    assert anchors == [("alphabeta:100", 300.0), ("random", 0.0)]
+
+
+def test_plot_progress_prefers_anchored_ratings(tmp_path):
+    rd = RunDir.create(tmp_path / "run", Config())
+    (rd.metrics_dir / "ratings.csv").write_text(RATINGS)
+    chain = plot_progress(rd).read_bytes()
+    (rd.metrics_dir / "elo.csv").write_text(ELO)
+    anchored = plot_progress(rd).read_bytes()
+    assert anchored.startswith(PNG_SIGNATURE) and anchored != chain

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -10,33 +9,61 @@ from pathlib import Path
 import cshogi
 import numpy as np
 
-from dlzero.bench.timing import rate
+from dlzero.bench.timing import paired_rates, rate
 from dlzero.config import Config, InferenceConfig
 from dlzero.encoding import Encoder, new_batch_buffer
 from dlzero.inference import Evaluator, OnnxEvaluator, TorchEvaluator, load_model
+from dlzero.inference.int8 import calibration_for, fp32_bytes
 from dlzero.model import ModelMetadata, load_model_file, new_model
+from dlzero.model.calibration import from_random_games, random_boards
 from dlzero.model.export import onnx_bytes
+from dlzero.model.quantize import Accuracy, measure, outputs, prepare, quantize, session
 
 
 def sample_boards(n: int, seed: int = 0, min_ply: int = 10, max_ply: int = 80) -> list[cshogi.Board]:
     """Positions from random play, with their move history (as search would see them)."""
-    rng = random.Random(seed)
-    boards = []
-    while len(boards) < n:
-        board = cshogi.Board()
-        for _ in range(rng.randint(min_ply, max_ply)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        if not board.is_game_over():
-            boards.append(board)
-    return boards
+    return random_boards(n, seed, min_ply, max_ply)
+
+
+def cpu_flags() -> str:
+    """The CPU's int8-relevant instruction sets (int8 speed depends on them), e.g. 'avx2 avx512_vnni'."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return "unknown (no /proc/cpuinfo)"
+    found = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
+    return " ".join(found) or "none of avx2/avx512/vnni"
+
+
+def int8_evaluator(model_path: str | None, cfg: Config) -> tuple[OnnxEvaluator, Accuracy]:
+    """The int8 model of the given or a random model, quantized whatever the gate says (a benchmark
+    measures speed), with its accuracy against fp32 on held-out positions.
+
+    Recipe: `inference.quantize.calibration` and `keep_fp32`, with `auto` meaning percentile and none.
+    """
+    q = cfg.inference.quantize
+    if model_path:
+        fp32, data = fp32_bytes(model_path), calibration_for(model_path, q)
+    else:
+        model = new_model(cfg.model, seed=0).eval()
+        fp32 = onnx_bytes(model, ModelMetadata())
+        data = from_random_games(q.calibration_positions, q.holdout_positions)
+    method = "percentile" if q.calibration == "auto" else q.calibration
+    keep = "none" if q.keep_fp32 == "auto" else q.keep_fp32
+    int8 = quantize(prepare(fp32), data.calibration, method, keep, q.activations)
+    acc = measure(outputs(session(fp32), data.holdout), int8, data.holdout, data.holdout_legal)
+    inf = replace(cfg.inference, backend="onnx", precision="auto")
+    return OnnxEvaluator(int8, inf, source=f"bench int8 ({method}, fp32 kept: {keep})"), acc
 
 
 def make_evaluator(backend: str, model_path: str | None, cfg: Config) -> Evaluator:
-    """`torch` (configured optimisation), `torch-eager`, or `onnx` on the given or a random model."""
+    """`torch` (configured optimisation), `torch-eager`, `onnx` or `onnx-int8` on the given or a random
+    model; `onnx` with `inference.precision: int8` is `onnx-int8`."""
     inf: InferenceConfig = cfg.inference
+    if backend == "onnx-int8" or (backend == "onnx" and inf.precision == "int8"):
+        return int8_evaluator(model_path, cfg)[0]
+    if inf.precision == "int8":
+        inf = replace(inf, precision="auto")  # int8 applies to the onnx rows only
     if model_path and Path(model_path).suffix == ".onnx":
         return load_model(model_path, replace(inf, backend="onnx"))
     if model_path:
@@ -49,7 +76,7 @@ def make_evaluator(backend: str, model_path: str | None, cfg: Config) -> Evaluat
         return TorchEvaluator(model, replace(inf, optimize="none"), meta)
     if backend == "torch":
         return TorchEvaluator(model, inf, meta)
-    raise ValueError(f"unknown backend '{backend}' (torch, torch-eager, onnx)")
+    raise ValueError(f"unknown backend '{backend}' (torch, torch-eager, onnx, onnx-int8)")
 
 
 def bench_encoder(n_positions: int = 256, seconds: float = 1.0) -> float:
@@ -66,14 +93,30 @@ def bench_inference(backends: list[str], batches: list[int], model_path: str | N
     boards = sample_boards(max(batches))
     planes = new_batch_buffer(max(batches))
     Encoder().encode_batch(boards, planes)
+    fp32_onnx: Evaluator | None = None  # kept for the int8 rows' interleaved comparison
     for backend in backends:
-        ev = make_evaluator(backend, model_path, cfg)
+        extra: dict = {}
+        if backend == "onnx-int8":
+            ev, acc = int8_evaluator(model_path, cfg)
+            extra = {"top1_vs_fp32": round(acc.top1, 4), "value_mae": round(acc.value_mae, 5)}
+        else:
+            ev = make_evaluator(backend, model_path, cfg)
         for b in batches:
             x = planes[:b]
             pos_s = rate(lambda x=x, ev=ev: (ev.evaluate(x), len(x))[1], seconds)
+            ratio = {}
+            if backend == "onnx-int8" and fp32_onnx is not None:
+                fp, q = paired_rates(lambda x=x, ref=fp32_onnx: (ref.evaluate(x), len(x))[1],
+                                     lambda x=x, ev=ev: (ev.evaluate(x), len(x))[1], seconds)
+                ratio = {"vs_onnx_fp32": round(q / fp, 2)}
             yield {"backend": backend, "batch": b, "positions_per_s": round(pos_s, 1),
-                   "ms_per_batch": round(1000.0 * b / pos_s, 3), "describe": ev.describe()}
-        ev.close()
+                   "ms_per_batch": round(1000.0 * b / pos_s, 3), "describe": ev.describe(), **extra, **ratio}
+        if backend == "onnx" and fp32_onnx is None:
+            fp32_onnx = ev
+        else:
+            ev.close()
+    if fp32_onnx is not None:
+        fp32_onnx.close()
 
 
 def encoded_sample(n: int, seed: int = 0) -> np.ndarray:

@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "review",
     "selfplay",
     "gate",
+    "rate",
     "openings",
     "match",
     "train",

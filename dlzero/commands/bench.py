@@ -1,10 +1,11 @@
-"""`dlzero bench infer|search|selfplay|server`: figures for every speed target, as a table or JSON lines."""
+"""`dlzero bench infer|search|selfplay|server|alphabeta`: figures for every speed target, as a table or JSON lines."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
@@ -27,17 +28,25 @@ def register(sub) -> None:
     add_inference_args(pi, backend=False)
     pi.add_argument("--model", help=".pt or .onnx model (default: a random model of the config's shape)")
     pi.add_argument("--batch", type=_ints, default=[1, 8, 64, 256], help="comma-separated batch sizes")
-    pi.add_argument("--backend", dest="backends", type=_names, default=["torch-eager", "torch", "onnx"],
-                    help="comma-separated backends: torch-eager (no graph optimisation), torch, onnx")
+    pi.add_argument("--backend", dest="backends", type=_names, default=["torch-eager", "torch", "onnx", "onnx-int8"],
+                    help="comma-separated backends: torch-eager (no graph optimisation), torch, onnx, onnx-int8 "
+                         "(quantized with inference.quantize.*, whatever its accuracy; the row gives top-1 "
+                         "agreement with fp32 and its speed ratio to onnx fp32, timed interleaved)")
     pi.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
     pi.add_argument("--json", action="store_true", help="one JSON object per line")
     pi.set_defaults(func=run_infer)
 
-    pself = bsub.add_parser("selfplay", help="self-play positions/s and games/hour per games in lockstep (G)")
+    pself = bsub.add_parser("selfplay", help="self-play positions/s and games/hour per games in lockstep (G); "
+                            "--precision int8: with the int8 model")
     add_config_args(pself)
     add_inference_args(pself)
     pself.add_argument("--parallel", type=_ints, default=[1, 16, 64, 256], help="comma-separated G values")
     pself.add_argument("--moves", type=int, default=20, help="lockstep steps (plies per game slot) per G")
+    pself.add_argument("--precisions", type=_names, default=None,
+                       help="comma-separated precisions to compare in one run, e.g. fp32,int8 (default: "
+                            "inference.precision)")
+    pself.add_argument("--rounds", type=int, default=1,
+                       help="with several precisions: alternate them this many times per G (fairer on a busy machine)")
     pself.add_argument("--json", action="store_true", help="one JSON object per line")
     pself.set_defaults(func=run_selfplay)
 
@@ -67,6 +76,27 @@ def register(sub) -> None:
                          "(default: the config's search.algorithm)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
+    _register_alphabeta(bsub)
+
+
+def _register_alphabeta(bsub) -> None:
+    pa = bsub.add_parser("alphabeta", help="the alpha-beta anchor: positions/s, ms per move, "
+                         "games against random and the rung before")
+    add_config_args(pa)
+    pa.add_argument("--nodes", type=_ints, default=[100, 1000, 10000], help="comma-separated node budgets")
+    pa.add_argument("--games", type=int, default=20,
+                    help="games of each rung against random and against the rung before")
+    pa.add_argument("--json", action="store_true", help="one JSON object per line")
+    pa.set_defaults(func=run_alphabeta)
+
+
+def run_alphabeta(args: argparse.Namespace) -> int:
+    from dlzero.bench.alphabeta import bench_alphabeta
+
+    rows = bench_alphabeta(config_from_args(args), args.nodes, args.games)
+    _print_rows(rows, args.json, ["rung", "wdl_vs_random", "wdl_vs_previous", "elo", "nodes_per_s", "ms_per_move",
+                                  "mean_plies"])
+    return 0
 
 
 def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
@@ -79,12 +109,25 @@ def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
             print("  ".join(f"{row.get(c, ''):>16}" for c in columns), flush=True)
 
 
+def _with_cpu(rows: Iterable[dict], as_json: bool) -> Iterable[dict]:
+    """The CPU's int8-relevant flags beside the figures (int8 speed depends on VNNI): a line above the
+    table, or a `cpu_flags` field in every JSON row (so each row is self-contained)."""
+    from dlzero.bench.infer import cpu_flags
+
+    flags = cpu_flags()
+    if not as_json:
+        print(f"cpu flags: {flags}", flush=True)
+        return rows
+    return ({**row, "cpu_flags": flags} for row in rows)
+
+
 def run_infer(args: argparse.Namespace) -> int:
     from dlzero.bench.infer import bench_encoder, bench_inference
 
     cfg = config_from_args(args)
-    rows = bench_inference(args.backends, args.batch, args.model, cfg, args.seconds)
-    _print_rows(rows, args.json, ["backend", "batch", "positions_per_s", "ms_per_batch"])
+    rows = _with_cpu(bench_inference(args.backends, args.batch, args.model, cfg, args.seconds), args.json)
+    _print_rows(rows, args.json, ["backend", "batch", "positions_per_s", "ms_per_batch", "vs_onnx_fp32",
+                                  "top1_vs_fp32", "value_mae"])
     enc = bench_encoder()
     if args.json:
         print(json.dumps({"backend": "encoder", "batch": 256, "positions_per_s": round(enc, 1)}))
@@ -120,7 +163,8 @@ def run_selfplay(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     backend = args.backend if args.backend not in (None, "auto") else "onnx"
-    rows = bench_selfplay(cfg, args.parallel, args.moves, backend)
-    _print_rows(rows, args.json, ["config", "parallel", "positions_per_s", "games_per_hour", "game_length",
-                                  "eval_share"])
+    rows = _with_cpu(bench_selfplay(cfg, args.parallel, args.moves, backend, precisions=args.precisions,
+                                    rounds=args.rounds), args.json)
+    _print_rows(rows, args.json, ["config", "precision", "parallel", "positions_per_s", "vs_first", "games_per_hour",
+                                  "game_length", "eval_share"])
     return 0

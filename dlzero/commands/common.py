@@ -34,7 +34,8 @@ def add_inference_args(p: argparse.ArgumentParser, backend: bool = True) -> None
         p.add_argument("--backend", choices=["auto", "torch", "onnx"],
                        help="inference backend (inference.backend)")
     p.add_argument("--device", help="auto, cpu, cuda or cuda:N (inference.device)")
-    p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16"], help="inference.precision")
+    p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16", "int8"],
+                   help="inference.precision; int8: a calibrated quantized ONNX model on onnxruntime")
     p.add_argument("--threads", type=int, help="compute threads per process (inference.threads)")
 
 

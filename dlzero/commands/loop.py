@@ -12,6 +12,7 @@ FLAGS = {
     "parallel": "selfplay.games_in_parallel",
     "steps": "train.steps_per_generation",
     "gate_games": "gate.max_games",
+    "rate": "rate.loop",
 }
 
 
@@ -27,6 +28,8 @@ def register(sub) -> None:
     p.add_argument("--parallel", type=int, help="games per worker in lockstep (selfplay.games_in_parallel)")
     p.add_argument("--steps", type=int, help="training steps per iteration (train.steps_per_generation)")
     p.add_argument("--gate-games", type=int, help="max games of a gating match (gate.max_games)")
+    p.add_argument("--rate", action="store_const", const="true",
+                   help="rate each promoted model against the anchor pool as the loop goes (rate.loop)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 

@@ -42,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     from selfplay.parent import server_lines
     from selfplay.session import run_selfplay
 
+    if cfg.inference.precision == "int8":  # once here, not in every worker
+        from dlzero.inference.int8 import ensure_int8
+        from selfplay.bootstrap import ensure_best_model
+
+        ensure_best_model(rd, cfg, args.seed)
+        ensure_int8(rd.best_model_path(), cfg.inference.quantize)
     s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
     split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"
     print(f"{s.games} games, {s.positions:,} positions ({s.targets:,} with visit counts) "

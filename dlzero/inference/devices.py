@@ -29,6 +29,8 @@ def resolve_precision(precision: str, device: torch.device) -> torch.dtype:
     """`auto` -> fp16 on CUDA, fp32 on CPU. Half precision on CPU is refused (slow, not useful)."""
     if precision == "auto":
         return torch.float16 if device.type == "cuda" else torch.float32
+    if precision == "int8":
+        raise BackendError("precision int8 runs on onnxruntime (backend onnx), not on torch")
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
     if device.type == "cpu" and dtype != torch.float32:
         raise BackendError(f"precision {precision} is for CUDA; on the CPU use fp32")

@@ -18,7 +18,8 @@ from dlzero.encoding import NUM_LABELS, NUM_PLANES
 from dlzero.errors import BackendError, ModelFileError
 from dlzero.inference.base import Evaluator
 from dlzero.model.checkpoint import ModelMetadata, check_header
-from dlzero.model.export import INPUT_NAME, METADATA_KEY, OUTPUT_NAMES
+from dlzero.model.export import INPUT_NAME, METADATA_KEY, OUTPUT_NAMES, fp16_onnx
+from dlzero.model.quantize import QuantReport, read_report
 
 _GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
@@ -31,13 +32,37 @@ def _device_id(device: str) -> int:
     return int(index or 0)
 
 
-def with_device(providers: list[str], device: str) -> list:
+def with_device(providers: list[str], device: str, precision: str = "fp32") -> list:
     """Providers as onnxruntime takes them, GPU ones bound to the GPU that `device` names.
 
     Without the device_id option every session would land on GPU 0, whatever `cuda:N` said.
+    TensorRT builds its engine in the precision asked for: fp16 kernels for fp16, and for int8 the
+    QDQ model's own scales (explicit quantization) with fp16 for the layers left unquantized.
     """
     gpu = _device_id(device) if device.startswith("cuda") else 0
-    return [(p, {"device_id": gpu}) if p in _GPU_PROVIDERS else p for p in providers]
+    trt = {"device_id": gpu}
+    if precision in ("fp16", "int8"):
+        trt["trt_fp16_enable"] = True
+    if precision == "int8":
+        trt["trt_int8_enable"] = True
+    return [(p, trt if p == "TensorrtExecutionProvider" else {"device_id": gpu}) if p in _GPU_PROVIDERS else p
+            for p in providers]
+
+
+def session_precision(precision: str, providers: list[str]) -> str:
+    """fp32, fp16 or int8: what `inference.precision` means for onnxruntime with these providers.
+
+    auto is fp16 on a GPU provider and fp32 on the CPU, as for torch; half precision on the CPU and
+    bf16 anywhere are refused rather than silently run in fp32.
+    """
+    gpu = providers[0] in _GPU_PROVIDERS
+    if precision == "auto":
+        return "fp16" if gpu else "fp32"
+    if precision == "bf16":
+        raise BackendError("precision bf16 is for the torch backend; onnxruntime runs fp32, fp16 (GPU) or int8")
+    if precision == "fp16" and not gpu:
+        raise BackendError("precision fp16 is for CUDA or TensorRT; on the CPU use fp32 or int8")
+    return precision
 
 
 def choose_providers(cfg: InferenceConfig) -> list[str]:
@@ -79,15 +104,20 @@ class OnnxEvaluator(Evaluator):
             opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
         providers = choose_providers(cfg)
+        self.precision = session_precision(cfg.precision, providers)
         try:
             target = model if isinstance(model, bytes) else str(model)
+            if self.precision == "fp16" and providers[0] == "CUDAExecutionProvider":
+                target = fp16_onnx(target if isinstance(target, bytes) else Path(target).read_bytes())
             self.session = ort.InferenceSession(target, sess_options=opts,
-                                                providers=with_device(providers, cfg.device))
+                                                providers=with_device(providers, cfg.device, self.precision))
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf/NoSuchFile types
             raise ModelFileError(f"{self.source}: onnxruntime cannot load it: {exc}") from None
         self._check_signature()
         super().__init__(cfg.max_batch, metadata or self._read_metadata())
         self.providers = self.session.get_providers()
+        #: how the model was quantized (None: a plain fp32 export); see dlzero.inference.int8
+        self.quant_report: QuantReport | None = read_report(self.session.get_modelmeta().custom_metadata_map)
 
     def _check_signature(self) -> None:
         inputs = self.session.get_inputs()
@@ -117,4 +147,9 @@ class OnnxEvaluator(Evaluator):
         return policy, value
 
     def describe(self) -> str:
-        return f"onnx {','.join(self.providers)}"
+        report = self.quant_report
+        if report is not None:
+            precision = " int8" if report.accepted else " fp32 (int8 rejected)"
+        else:
+            precision = "" if self.precision == "fp32" else f" {self.precision}"
+        return f"onnx {','.join(self.providers)}{precision}"

@@ -11,8 +11,10 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
 import torch
+from onnx import helper, numpy_helper
 
 from dlzero.data.atomic import atomic_write_bytes
 from dlzero.encoding import NUM_PLANES
@@ -69,3 +71,35 @@ def export_onnx(model: PolicyValueNet, path: str | Path, meta: ModelMetadata) ->
     """Write `model` as ONNX to `path`, atomically (temp file + rename)."""
     atomic_write_bytes(path, onnx_bytes(model, meta))
     return Path(path)
+
+
+def fp16_onnx(model: bytes) -> bytes:
+    """The same network computing in float16, for onnxruntime's CUDA provider (which runs each node in
+    the precision of its tensors). Inputs and outputs stay float32 (a Cast at each end), so callers and
+    `Evaluator` do not change. Batch-norm is already folded into the convolutions by the export."""
+    proto = onnx.load_from_string(model)
+    graph = proto.graph
+    for init in graph.initializer:
+        if init.data_type == onnx.TensorProto.FLOAT:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == onnx.TensorProto.FLOAT:
+                attr.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(attr.t).astype(np.float16)))
+            elif node.op_type == "Cast" and attr.name == "to" and attr.i == onnx.TensorProto.FLOAT:
+                attr.i = onnx.TensorProto.FLOAT16  # e.g. the value head's cast to float32 (kept for AMP)
+    renamed = {graph.input[0].name: graph.input[0].name + "_fp16"}
+    renamed.update({out.name: out.name + "_fp16" for out in graph.output})
+    for node in graph.node:
+        node.input[:] = [renamed.get(name, name) for name in node.input]
+        node.output[:] = [renamed.get(name, name) for name in node.output]
+    cast_in = helper.make_node("Cast", [graph.input[0].name], [renamed[graph.input[0].name]],
+                               to=onnx.TensorProto.FLOAT16, name="input_to_fp16")
+    casts_out = [helper.make_node("Cast", [renamed[out.name]], [out.name], to=onnx.TensorProto.FLOAT,
+                                  name=f"{out.name}_to_fp32") for out in graph.output]
+    nodes = [cast_in, *graph.node, *casts_out]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.value_info[:]
+    onnx.checker.check_model(proto)
+    return proto.SerializeToString()

@@ -49,6 +49,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("ModelPath", "string", None),
     UsiOption("Backend", "combo", "inference.backend", choices=("auto", "torch", "onnx")),
     UsiOption("Device", "string", "inference.device"),
+    UsiOption("Precision", "combo", "inference.precision", choices=("auto", "fp32", "fp16", "bf16", "int8")),
     UsiOption("Threads", "spin", "inference.threads", 0, 256),
     UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
     UsiOption("Playouts", "spin", "usi.playouts", 0, 1_000_000_000),

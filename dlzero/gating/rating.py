@@ -1,0 +1,360 @@
+"""Anchored ratings of a run: its models play a fixed anchor pool, every game is kept, one fit over all.
+
+Pairings: each rated model plays every anchor of `cfg.rate.anchors` (and every outside engine), and
+neighbouring tree-less anchors (random, alphabeta:N, engines, in the configured order) play each other
+so the anchors are tied together even where no model reaches them. A pairing is topped up to
+`cfg.rate.games` games: rating again plays only what is missing (raise `games` to add more), and a run
+interrupted half-way loses at most the games in progress. Games come in colour-swapped pairs from the
+gate's opening source, continuing through the openings where the pairing's earlier games stopped.
+
+Storage, `runs/NAME/rating/`: one JSON file per batch of games of one pairing (written atomically after
+every finished game), holding the players, the settings that define them (the models' playouts, the
+engines' `go`), and per game colours, result, reason, start position and moves. The fit reads every file;
+a file that cannot be read is reported by name and left out, the others still count. Games whose
+settings differ from the current ones (another playout count is another player) are left out and
+counted in the report.
+
+The fit (`dlzero.gating.elo_fit`) pins `random` at 0. `metrics/elo.csv` gets one row per rated player
+(`ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for
+players that are not models of the run; `anchor` is 1 for members of the anchor pool (so `gen-0000`, when
+it is an anchor, has generation 0 and anchor 1); `wall_seconds` is the time from the run's first model's
+creation to this model's (checkpoint metadata, else file time), empty for non-models.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import hashlib
+import io
+import json
+import logging
+import sys
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cshogi
+from tqdm import tqdm
+
+from dlzero.config import Config, gate_interval
+from dlzero.data.atomic import atomic_write_text
+from dlzero.gating.anchors import RANDOM, builtin_chooser, model_generation, parse_engine
+from dlzero.gating.arena import GameRecord, MatchResult, play_match
+from dlzero.gating.elo_fit import GameResult, RatingList, fit_ratings
+from dlzero.gating.usi_opponent import UsiOpponent
+from dlzero.inference import load_model
+from dlzero.rundir import RunDir, generation_name
+
+log = logging.getLogger("dlzero.rating")
+
+FILE_FORMAT = "dlzero-rating-games"
+FILE_VERSION = 1
+ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
+_WINNERS = {"black": cshogi.BLACK, "white": cshogi.WHITE, None: None}
+
+
+@dataclass
+class Batch:
+    """The games of one pairing played in one sitting (one file under rating/)."""
+
+    players: tuple[str, str]
+    settings: dict[str, Any]
+    games: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FILE_FORMAT, "version": FILE_VERSION, "players": list(self.players),
+                           "settings": self.settings, "games": self.games}, indent=1) + "\n"
+
+
+@dataclass
+class RateReport:
+    """What a rating session did and found."""
+
+    ratings: RatingList | None
+    played: int = 0
+    problems: list[str] = field(default_factory=list)  # unreadable files, players the fit could not place
+    left_out: int = 0  # stored games at other settings
+
+
+def rating_dir(rd: RunDir) -> Path:
+    return rd.root / "rating"
+
+
+def _check_batch(data: Any) -> Batch:
+    """A stored batch, validated; ValueError says what is wrong."""
+    if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
+        raise ValueError(f"not a {FILE_FORMAT} file")
+    if data.get("version") != FILE_VERSION:
+        raise ValueError(f"version {data.get('version')!r}, this dlzero reads version {FILE_VERSION}")
+    players = data.get("players")
+    if (not isinstance(players, list) or len(players) != 2 or not all(isinstance(p, str) for p in players)
+            or players[0] == players[1]):
+        raise ValueError(f"players must be two different names, got {players!r}")
+    settings, games = data.get("settings"), data.get("games")
+    if not isinstance(settings, dict) or not isinstance(games, list):
+        raise ValueError("settings must be a mapping and games a list")
+    for i, g in enumerate(games):
+        if (not isinstance(g, dict) or {g.get("black"), g.get("white")} != set(players)
+                or g.get("winner", "?") not in _WINNERS):
+            raise ValueError(f"game {i} is malformed (black/white must be the two players, winner black, "
+                             f"white or null)")
+    return Batch((players[0], players[1]), settings, games)
+
+
+def load_batches(rd: RunDir) -> tuple[list[tuple[Path, Batch]], list[str]]:
+    """Every readable batch file (sorted by name) and one problem line per unreadable one."""
+    out, problems = [], []
+    folder = rating_dir(rd)
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append((path, _check_batch(json.loads(path.read_text(encoding="utf-8")))))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+            problems.append(f"{path}: unreadable ({exc}); its games are left out")
+    return out, problems
+
+
+def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, str]) -> dict[str, Any]:
+    """What defines the players of a pairing beyond their names (games at other settings do not mix)."""
+    settings: dict[str, Any] = {}
+    for p in players:
+        if model_generation(p) is not None:
+            settings["playouts"] = cfg.rate.playouts
+        if p in engines:
+            settings["engine_go"] = cfg.rate.engine_go
+    return settings
+
+
+def _pair_key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def _result(game: dict[str, Any]) -> GameResult:
+    winner = game.get("winner")
+    score_black = 0.5 if winner is None else (1.0 if winner == "black" else 0.0)
+    return GameResult(game["black"], game["white"], score_black)
+
+
+def fit_run(rd: RunDir, cfg: Config, engines: dict[str, str] | None = None) -> RateReport:
+    """Fit one rating list to every stored game at the current settings; write metrics/elo.csv."""
+    engines = engines if engines is not None else engines_from(cfg, [])
+    batches, problems = load_batches(rd)
+    games, left_out = [], 0
+    for _, batch in batches:
+        if batch.settings == settings_for(batch.players, cfg, engines):
+            games.extend(_result(g) for g in batch.games)
+        else:
+            left_out += len(batch.games)
+    if not any(RANDOM in (g.player_a, g.player_b) for g in games):
+        return RateReport(None, problems=problems, left_out=left_out)
+    ratings = fit_ratings(games, pin=RANDOM, prior_draws=cfg.rate.prior_draws)
+    problems += [f"{p}: no chain of games to 'random', not rated" for p in ratings.unrated]
+    write_elo_csv(rd, ratings, set(cfg.rate.anchors) | set(engines))
+    return RateReport(ratings, problems=problems, left_out=left_out)
+
+
+def _created(rd: RunDir, generation: int) -> _dt.datetime | None:
+    """When a model was made: its checkpoint's `created`, else the file's modification time."""
+    from dlzero.model.checkpoint import read_payload
+
+    path = rd.model_path(generation)
+    try:
+        text = read_payload(path)["metadata"]["created"]
+        stamp = _dt.datetime.fromisoformat(text)
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=_dt.timezone.utc)
+    except Exception:  # noqa: BLE001 - any unreadable metadata falls back to the file time
+        try:
+            return _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+        except OSError:
+            return None
+
+
+def write_elo_csv(rd: RunDir, ratings: RatingList, anchors: set[str]) -> Path:
+    """metrics/elo.csv (atomic): models by generation, then the other anchors, best first."""
+    gens = rd.generations()
+    start = _created(rd, gens[0]) if gens else None
+    rows = []
+    for r in ratings.ratings:
+        gen = model_generation(r.player)
+        wall = ""
+        if gen is not None and start is not None and (made := _created(rd, gen)) is not None:
+            wall = f"{(made - start).total_seconds():.0f}"
+        rows.append({"player": r.player, "generation": "" if gen is None else gen, "elo": f"{r.elo:.1f}",
+                     "elo_low": f"{r.elo_low:.1f}", "elo_high": f"{r.elo_high:.1f}", "games": r.games,
+                     "anchor": int(r.player in anchors), "wall_seconds": wall})
+    rows.sort(key=lambda row: (row["generation"] == "", row["generation"] if row["generation"] != "" else 0,
+                               -float(row["elo"])))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=ELO_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    out = rd.metrics_dir / "elo.csv"
+    rd.metrics_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, buf.getvalue())
+    return out
+
+
+def promoted_generations(rd: RunDir, gate_mode: str = "sprt") -> list[int]:
+    """Generations that were ever the best: generation 0, gates marked promoted in ratings.csv, best.json,
+    and up to the current best those that `gate_mode` promotes without a match (all under `off`)."""
+    have = set(rd.generations())
+    gens = {0} & have
+    path = rd.metrics_dir / "ratings.csv"
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                flag = row.get("promoted")
+                promoted = (row.get("decision") == "accept" if flag in (None, "")
+                            else flag not in ("0", "False", "false"))
+                try:
+                    if promoted:
+                        gens.add(int(row.get("generation") or ""))
+                except ValueError:
+                    continue
+    best = rd.best()
+    if best is not None:
+        gens.add(best.generation)
+        interval = gate_interval(gate_mode)
+        gens |= {g for g in have if g <= best.generation and (interval is None or g % interval)}
+    return sorted(gens & have)
+
+
+def select_generations(rd: RunDir, cfg: Config) -> list[int]:
+    """The generations `dlzero rate` rates: promoted (or all), at most `rate.sample` evenly spread."""
+    gens = promoted_generations(rd, cfg.gate.mode) if cfg.rate.models == "promoted" else rd.generations()
+    k = cfg.rate.sample
+    if k and len(gens) > k:
+        idx = sorted({int(i * (len(gens) - 1) / max(k - 1, 1) + 0.5) for i in range(k)})  # half up
+        gens = [gens[i] for i in idx]
+    return gens
+
+
+def engines_from(cfg: Config, extra: Iterable[str]) -> dict[str, str]:
+    engines: dict[str, str] = {}
+    for spec in [*cfg.rate.engines, *extra]:
+        name, command = parse_engine(str(spec))
+        engines[name] = command
+    return engines
+
+
+def plan_pairings(anchors: list[str], engines: list[str], models: list[str]) -> list[tuple[str, str]]:
+    """(player, opponent) pairs: the anchor ladder first, then each model against every anchor."""
+    treeless = [a for a in anchors if model_generation(a) is None] + engines
+    pool = list(anchors) + engines
+    pairs: list[tuple[str, str]] = list(zip(treeless[1:], treeless[:-1], strict=True))
+    rated = [a for a in anchors if model_generation(a) is not None] + [m for m in models if m not in pool]
+    for m in rated:
+        pairs += [(m, a) for a in pool if a != m]
+    seen, out = set(), []
+    for a, b in pairs:
+        if _pair_key(a, b) not in seen:
+            seen.add(_pair_key(a, b))
+            out.append((a, b))
+    return out
+
+
+def _seed(a: str, b: str) -> int:
+    return zlib.crc32(f"{a}|{b}".encode())
+
+
+def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int) -> Path:
+    tag = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
+    safe = f"{a}--{b}".replace(":", "-")
+    path = rating_dir(rd) / f"{safe}--{tag}--{start:05d}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = rating_dir(rd) / f"{safe}--{tag}--{start:05d}-{n}.json"
+    return path
+
+
+def _stored(game: GameRecord, a: str, b: str) -> dict[str, Any]:
+    winner = None if game.winner is None else ("black" if game.winner == cshogi.BLACK else "white")
+    return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
+            "winner": winner, "reason": game.reason, "plies": len(game.moves), "start_sfen": game.start_sfen,
+            "opening_plies": game.opening_plies, "moves": " ".join(cshogi.move_to_usi(m) for m in game.moves)}
+
+
+class _Sides:
+    """Opens players for matches: models once per session, engines once, tree-less anchors per batch."""
+
+    def __init__(self, rd: RunDir, cfg: Config, engines: dict[str, str]) -> None:
+        self.rd, self.cfg = rd, cfg
+        self.engines = {name: UsiOpponent(name, cmd, cfg.rate.engine_go, cfg.rate.engine_timeout_s)
+                        for name, cmd in engines.items()}
+        self.models: dict[str, Any] = {}
+
+    def get(self, name: str, seed: int) -> Any:
+        if name in self.engines:
+            return self.engines[name]
+        gen = model_generation(name)
+        if gen is None:
+            return builtin_chooser(name, seed)
+        if name not in self.models:
+            self.models[name] = load_model(self.rd.model_path(gen), self.cfg.inference)
+        return self.models[name]
+
+    def release(self, keep: set[str]) -> None:
+        """Close the models not in `keep` (a model is done once its pairings are played)."""
+        for name in [n for n in self.models if n not in keep]:
+            self.models.pop(name).close()
+
+    def close(self) -> None:
+        self.release(set())
+        for engine in self.engines.values():
+            engine.close()
+
+
+def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iterable[str] = (),
+         progress: bool = True) -> RateReport:
+    """Top up every pairing of `generations` (and the anchor ladder), then refit all stored games."""
+    engines = engines_from(cfg, engine_specs)
+    anchors = list(cfg.rate.anchors)
+    missing = [a for a in anchors if (g := model_generation(a)) is not None and not rd.model_path(g).is_file()]
+    anchors = [a for a in anchors if a not in missing]
+    problems = [f"anchor {a}: {rd.model_path(model_generation(a))} does not exist, left out" for a in missing]
+    models = [generation_name(g) for g in generations if rd.model_path(g).is_file()]
+    pairs = plan_pairings(anchors, list(engines), models)
+
+    batches, _ = load_batches(rd)
+    have: Counter[tuple[str, str]] = Counter()
+    for _, batch in batches:
+        if batch.settings == settings_for(batch.players, cfg, engines):
+            have[_pair_key(*batch.players)] += len(batch.games)
+    todo = [(a, b, have[_pair_key(a, b)]) for a, b in pairs if have[_pair_key(a, b)] < cfg.rate.games]
+    total = sum(cfg.rate.games - k for _, _, k in todo)
+    bar = tqdm(total=total, desc="rating games", unit="game", file=sys.stderr, disable=not progress or not total)
+    sides = _Sides(rd, cfg, engines)
+    played = 0
+    try:
+        for n, (a, b, start) in enumerate(todo):
+            need = cfg.rate.games - start
+            settings = settings_for((a, b), cfg, engines)
+            path = _batch_path(rd, a, b, settings, start)
+            batch = Batch((a, b), settings)
+            seed = _seed(a, b)  # one shuffle of the opening suite per pairing; top-ups continue along it
+            bar.set_postfix_str(f"{a} vs {b}")
+
+            def on_game(game: GameRecord, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
+                batch.games.append(_stored(game, a, b))
+                batch.games.sort(key=lambda g: g["game"])  # in match order, whatever order they ended in
+                atomic_write_text(path, batch.to_json())
+                bar.update(1)
+
+            rating_dir(rd).mkdir(parents=True, exist_ok=True)
+            result = play_match(sides.get(a, seed + start), sides.get(b, seed + start + 1), need, cfg,
+                                playouts=cfg.rate.playouts, parallel=min(need, cfg.rate.parallel), seed=seed,
+                                opening_offset=start // 2, names=(a, b), on_game=on_game)
+            played += result.n_games
+            log.info("%s vs %s: +%d =%d -%d", a, b, result.wins, result.draws, result.losses)
+            sides.release({x for pair in todo[n + 1:] for x in pair[:2]})
+    finally:
+        bar.close()
+        sides.close()
+    report = fit_run(rd, cfg, engines)
+    report.played = played
+    report.problems = problems + report.problems
+    return report

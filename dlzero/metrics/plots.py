@@ -1,0 +1,190 @@
+"""Progress plot of a run: training losses, and strength against generation and against wall time.
+
+Strength comes from `metrics/elo.csv` when the run has anchored ratings (`dlzero rate`: one fit over
+games against fixed anchors, random mover = 0): each rated model with its 95 % interval as an error
+bar, against its generation and against the time since the run's first model, and the anchors
+(alpha-beta rungs, outside engines) as labelled horizontal lines.
+
+Without ratings it falls back to the gate chain: gates only compare a candidate with the best of
+the moment, so the chain is Elo(new best) = Elo(the best it beat) + that gate's estimate, with
+generation 0 at 0; rejected candidates are drawn at the Elo their gate measured. The chain sums
+noisy, self-referential estimates and inflates; it is drawn only when nothing better exists.
+All CSVs are read leniently (missing files, columns or cells are skipped): the plot must never
+break a run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+from dlzero.data.atomic import atomic_write_bytes  # noqa: E402
+from dlzero.rundir import RunDir  # noqa: E402
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def loss_series(rows: list[dict[str, str]]) -> tuple[str, dict[str, tuple[list[float], list[float]]]]:
+    """(x label, {column: (x, y)}) for each column named "...loss"; x is step, generation or row number."""
+    columns = list(rows[0]) if rows else []
+    x_key = next((k for k in ("step", "generation") if k in columns), None)
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for name in (c for c in columns if c and c.endswith("loss")):
+        xs, ys = [], []
+        for i, row in enumerate(rows):
+            x = _num(row.get(x_key)) if x_key else float(i)
+            y = _num(row.get(name))
+            if x is not None and y is not None:
+                xs.append(x)
+                ys.append(y)
+        if ys:
+            series[name] = (xs, ys)
+    return x_key or "row", series
+
+
+def elo_chain(rows: list[dict[str, str]]) -> tuple[dict[int, float], list[tuple[int, float]]]:
+    """({promoted generation: Elo vs generation 0}, [(rejected generation, measured Elo)]).
+
+    A row counts as promoted by its `promoted` column, or, in files without one, decision "accept".
+    """
+    best: dict[int, float] = {}
+    rejected: list[tuple[int, float]] = []
+    for row in rows:
+        gen, opp, elo = _num(row.get("generation")), _num(row.get("opponent")), _num(row.get("elo"))
+        if gen is None or elo is None:
+            continue
+        base = best.setdefault(int(opp), 0.0) if opp is not None else 0.0
+        flag = row.get("promoted")
+        # files written before the `promoted` column existed only say whether SPRT accepted
+        promoted = row.get("decision") == "accept" if flag in (None, "") else flag not in ("0", "False", "false")
+        if promoted:
+            best[int(gen)] = base + elo
+        else:
+            rejected.append((int(gen), base + elo))
+    return best, rejected
+
+
+def anchored_series(rows: list[dict[str, str]]) -> tuple[list[tuple[int, float | None, float, float, float]],
+                                                         list[tuple[str, float]]]:
+    """From elo.csv rows: ([(generation, wall seconds or None, elo, low, high)] by generation,
+    [(anchor name, elo)] for the players that are not models of the run)."""
+    models, anchors = [], []
+    for row in rows:
+        elo, low, high = _num(row.get("elo")), _num(row.get("elo_low")), _num(row.get("elo_high"))
+        if elo is None:
+            continue
+        gen = _num(row.get("generation"))
+        if gen is None:
+            anchors.append((row.get("player", "?"), elo))
+        else:
+            models.append((int(gen), _num(row.get("wall_seconds")), elo, low if low is not None else elo,
+                           high if high is not None else elo))
+    return sorted(models), anchors
+
+
+def _draw_anchored(ax, xs: list[float], models: list, anchors: list[tuple[str, float]], x_label: str) -> None:
+    elos = [m[2] for m in models]
+    yerr = [[m[2] - m[3] for m in models], [m[4] - m[2] for m in models]]
+    ax.errorbar(xs, elos, yerr=yerr, fmt="o-", capsize=3, label="model (95 %)")
+    for name, elo in anchors:
+        ax.axhline(elo, color="grey", linestyle="--", linewidth=0.8)
+        ax.annotate(name, (0.01, elo), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
+                    va="bottom")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel("Elo (random mover = 0)")
+    ax.legend(loc="lower right")
+
+
+def _draw_gate_chain(ax, rows: list[dict[str, str]]) -> None:
+    best, rejected = elo_chain(rows)
+    if best:
+        gens = sorted(best)
+        ax.plot(gens, [best[g] for g in gens], "o-", label="promoted")
+    if rejected:
+        gens, elos = zip(*rejected, strict=True)
+        ax.plot(gens, elos, "x", color="tab:red", label="rejected")
+    if best or rejected:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, "no gates yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("Elo vs generation 0 (gate chain)")
+    ax.set_title("strength (gate chain, not anchored)")
+
+
+def plot_progress(rd: RunDir) -> Path:
+    """Write metrics/progress.png (atomically) from metrics.csv, elo.csv (or ratings.csv); returns its path."""
+    x_label, losses = loss_series(_rows(rd.metrics_dir / "metrics.csv"))
+    models, anchors = anchored_series(_rows(rd.metrics_dir / "elo.csv"))
+    fig, (ax_loss, ax_elo, ax_time) = plt.subplots(1, 3, figsize=(16, 4.5))
+    for name, (xs, ys) in losses.items():
+        ax_loss.plot(xs, ys, label=name)
+    ax_loss.set_xlabel(x_label)
+    ax_loss.set_title("training loss")
+    if losses:
+        ax_loss.legend()
+    else:
+        ax_loss.text(0.5, 0.5, "no metrics yet", ha="center", va="center", transform=ax_loss.transAxes)
+    if models:
+        _draw_anchored(ax_elo, [m[0] for m in models], models, anchors, "generation")
+        ax_elo.set_title("anchored strength by generation")
+        timed = [m for m in models if m[1] is not None]
+        if timed:
+            hours = max(m[1] for m in timed) >= 7200
+            scale, unit = (3600.0, "hours") if hours else (60.0, "minutes")
+            _draw_anchored(ax_time, [m[1] / scale for m in timed], timed, anchors, f"{unit} since generation 0")
+        ax_time.set_title("anchored strength by wall time")
+    else:
+        _draw_gate_chain(ax_elo, _rows(rd.metrics_dir / "ratings.csv"))
+        ax_time.text(0.5, 0.5, "no anchored ratings yet\n(dlzero rate --run ...)", ha="center", va="center",
+                     transform=ax_time.transAxes)
+        ax_time.set_title("anchored strength by wall time")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    out = rd.metrics_dir / "progress.png"
+    rd.metrics_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, buf.getvalue())
+    return out
+
+
+def plot_anchored_curve(elo_csv: str | Path, out: str | Path, title: str = "anchored Elo against time") -> Path:
+    """One panel, anchored Elo of each rated model against minutes since generation 0 (with its 95 %
+    interval) and the anchors as lines, from an elo.csv; written atomically as PNG (for docs/benchmarks)."""
+    models, anchors = anchored_series(_rows(Path(elo_csv)))
+    timed = [m for m in models if m[1] is not None]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if timed:
+        _draw_anchored(ax, [m[1] / 60.0 for m in timed], timed, anchors, "minutes since generation 0")
+        for gen, wall, elo, _, _ in timed:
+            ax.annotate(str(gen), (wall / 60.0, elo), textcoords="offset points", xytext=(3, 3), fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no rated models", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(title)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, buf.getvalue())
+    return path

@@ -1,0 +1,303 @@
+"""int8 models: real onnxruntime quantization of a small model on real encoded positions, the
+accuracy gate (accepting and rejecting), metadata round trip, run calibration, loader fallback."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import cshogi
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig
+from dlzero.data.hcpe3 import GameRecord, MoveRecord, write_hcpe3
+from dlzero.errors import BackendError, DataError
+from dlzero.inference import OnnxEvaluator, load_model
+from dlzero.inference.int8 import calibration_for, ensure_int8, int8_path, make_int8, stored_report
+from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.model.calibration import from_random_games, from_shards
+from dlzero.model.export import onnx_bytes
+from dlzero.model.quantize import layer_nodes, prepare, quantize_with_gate
+from dlzero.rundir import RunDir
+
+SMALL = ModelConfig(blocks=1, channels=16, value_channels=2, value_fc=16)
+FAST = QuantizeConfig(calibration="minmax", keep_fp32="auto", calibration_positions=64, holdout_positions=128)
+IMPOSSIBLE = replace(FAST, min_top1=1.0, max_value_error=0.0, keep_fp32="none")
+
+
+def _confident_model(seed: int = 0):
+    """A small net with a strong move prior, as trained nets have (random nets' near-tied logits are the
+    hardest case for int8: any rounding flips their top move)."""
+    model = new_model(SMALL, seed=seed).eval()
+    with torch.no_grad():
+        model.policy_bias.copy_(torch.randn(model.policy_bias.shape, generator=torch.Generator().manual_seed(seed)) * 4)
+    return model
+
+
+def _quant_nodes(path_or_bytes) -> int:
+    proto = onnx.load_from_string(path_or_bytes) if isinstance(path_or_bytes, bytes) else onnx.load(str(path_or_bytes))
+    return sum(n.op_type == "QuantizeLinear" for n in proto.graph.node)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("int8") / "net.pt"
+    save_model(_confident_model(), path, ModelMetadata(generation=3, name="small"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def positions():
+    return from_random_games(FAST.calibration_positions, FAST.holdout_positions, seed=5)
+
+
+def _fp32_outputs(path: Path, planes: np.ndarray):
+    return load_model(path, InferenceConfig(backend="onnx", device="cpu", precision="fp32")).evaluate(planes)
+
+
+def test_gate_accepts_real_quantization_and_stores_figures(model_file, positions):
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata(generation=3, name="small"))
+    payload, report = quantize_with_gate(fp32, positions, FAST)
+    assert report.accepted, report.reason
+    assert report.accuracy.top1 >= FAST.min_top1 and report.accuracy.value_mae <= FAST.max_value_error
+    assert report.method == "minmax" and report.keep_fp32 in ("none", "heads", "stem", "stem+heads")
+    assert report.accuracy.positions == len(positions.holdout) == FAST.holdout_positions
+    assert _quant_nodes(payload) > 0  # a real int8 graph, not the fp32 one
+    # the figures are real: recompute them from independent sessions
+    ev_q = OnnxEvaluator(payload, InferenceConfig(device="cpu"))
+    ev_f = OnnxEvaluator(fp32, InferenceConfig(device="cpu"))
+    (pq, vq), (pf, vf) = ev_q.evaluate(positions.holdout), ev_f.evaluate(positions.holdout)
+    legal = positions.holdout_legal
+    top1 = float((np.where(legal, pq, -np.inf).argmax(1) == np.where(legal, pf, -np.inf).argmax(1)).mean())
+    assert top1 == pytest.approx(report.accuracy.top1)
+    assert float(np.abs(vq - vf).mean()) == pytest.approx(report.accuracy.value_mae, abs=1e-7)
+    assert not np.array_equal(vq, vf)  # quantized arithmetic really ran
+    assert ev_q.quant_report == report and "int8" in ev_q.describe()
+    assert ev_q.metadata.generation == 3 and ev_q.metadata.name == "small"  # the dlzero header survives
+
+
+def test_gate_rejects_and_falls_back_to_fp32(positions):
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    payload, report = quantize_with_gate(fp32, positions, IMPOSSIBLE)
+    assert not report.accepted
+    assert "mean |value difference|" in report.reason and report.attempts and not any(a.passed for a in report.attempts)
+    assert _quant_nodes(payload) == 0
+    ev = OnnxEvaluator(payload, InferenceConfig(device="cpu"))
+    p, v = ev.evaluate(positions.holdout)
+    p0, v0 = OnnxEvaluator(fp32, InferenceConfig(device="cpu")).evaluate(positions.holdout)
+    np.testing.assert_array_equal(v, v0)
+    np.testing.assert_array_equal(p, p0)
+    assert ev.describe().endswith("fp32 (int8 rejected)")
+
+
+def test_broken_calibration_is_rejected_at_default_thresholds(positions):
+    """The model that passes with real positions fails when calibrated on absurd inputs (ranges far too wide)."""
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    broken = replace(positions, calibration=positions.calibration * 1000.0)  # ranges ~1000x too wide
+    _, report = quantize_with_gate(fp32, broken, replace(FAST, keep_fp32="none"))
+    assert not report.accepted and report.reason.startswith("no recipe passed the accuracy gate")
+    assert report.accuracy.top1 < FAST.min_top1 or report.accuracy.value_mae > FAST.max_value_error
+
+
+def test_layer_nodes_split_stem_trunk_heads():
+    graph = prepare(onnx_bytes(new_model(SMALL, seed=0), ModelMetadata())).graph
+    layers = layer_nodes(graph)
+    assert any("/stem/" in n for n in layers["stem"]) and not any("/tower" in n for n in layers["stem"])
+    assert {n for n in layers["heads"] if "Conv" in n or "Gemm" in n} == {
+        n.name for n in graph.node if n.op_type in ("Conv", "Gemm") and ("/policy" in n.name or "/value" in n.name)}
+    assert layers["stem+heads"] == layers["stem"] | layers["heads"]
+
+
+def test_metadata_round_trip_and_on_demand_freshness(model_file, caplog):
+    target = int8_path(model_file)
+    assert target.name == "net.int8.onnx" and target.parent == model_file.parent
+    if target.exists():
+        target.unlink()
+    with caplog.at_level(logging.INFO, logger="dlzero.int8"):
+        assert ensure_int8(model_file, FAST) == target  # made on demand
+    assert any("int8 accepted" in r.getMessage() for r in caplog.records)
+    report = stored_report(target)
+    assert report.accepted and report.settings["calibration"] == "minmax"
+    assert report.calibration.startswith("random games")  # a bare model file: the fallback positions
+    stamp = target.stat().st_mtime_ns
+    ensure_int8(model_file, FAST)
+    assert target.stat().st_mtime_ns == stamp  # fresh: not remade
+    ensure_int8(model_file, replace(FAST, calibration="percentile"))
+    assert stored_report(target).settings["calibration"] == "percentile"  # other settings: remade
+    older = model_file.stat().st_mtime - 10
+    os.utime(target, (older, older))  # the model is now newer than its int8 file
+    ensure_int8(model_file, replace(FAST, calibration="percentile"))
+    assert target.stat().st_mtime >= model_file.stat().st_mtime  # remade
+
+
+def test_loader_uses_int8_or_its_fp32_fallback(model_file, positions, caplog):
+    cfg = InferenceConfig(backend="auto", device="cpu", precision="int8", quantize=FAST)
+    ev = load_model(model_file, cfg)
+    assert isinstance(ev, OnnxEvaluator) and ev.quant_report.accepted and ev.describe().endswith("int8")
+    p0, v0 = _fp32_outputs(model_file, positions.holdout)
+    p, v = ev.evaluate(positions.holdout)
+    assert not np.array_equal(v, v0) and np.abs(v - v0).mean() <= FAST.max_value_error
+
+    with caplog.at_level(logging.WARNING, logger="dlzero.int8"):
+        fallback = load_model(model_file, replace(cfg, quantize=IMPOSSIBLE))
+    assert not fallback.quant_report.accepted
+    assert any("int8 rejected, running fp32" in r.getMessage() for r in caplog.records)
+    p, v = fallback.evaluate(positions.holdout)
+    np.testing.assert_allclose(v, v0, atol=1e-6)
+    np.testing.assert_allclose(p, p0, atol=1e-5)
+
+
+def test_int8_on_torch_is_a_clear_error(model_file):
+    with pytest.raises(BackendError, match="int8 runs on onnxruntime"):
+        load_model(model_file, InferenceConfig(backend="torch", device="cpu", precision="int8", quantize=FAST))
+
+
+def _game_from_own_start(rng: random.Random) -> GameRecord:
+    """A random game from its own random start position, so no two games share a position."""
+    board = cshogi.Board()
+    for _ in range(12):
+        board.push(rng.choice(list(board.legal_moves)))
+    game = GameRecord.from_board(board)
+    for _ in range(30):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        move = rng.choice(legal)
+        game.moves.append(MoveRecord(move & 0xFFFF, 0, np.array([[move & 0xFFFF, 10]], np.uint16)))
+        board.push(move)
+    return game
+
+
+def test_run_model_calibrates_on_its_own_selfplay_with_separate_games(tmp_path):
+    cfg = Config()
+    cfg.model = SMALL
+    rd = RunDir.create(tmp_path / "run", cfg)
+    save_model(_confident_model(), rd.model_path(0), ModelMetadata(generation=0))
+    rng = random.Random(1)
+    shards = []
+    for i in range(2):
+        shards.append(rd.data_dir_for(0) / f"shard-{i}.hcpe3")
+        write_hcpe3(shards[-1], [_game_from_own_start(rng) for _ in range(6)])
+    data = calibration_for(rd.model_path(0), FAST)
+    assert data.source.startswith("self-play: 12 games in 2 shard(s)")
+    assert len(data.calibration) == FAST.calibration_positions and len(data.holdout) == FAST.holdout_positions
+    # the gate's positions come from other games: no hold-out position is a calibration position
+    cal = {row.tobytes() for row in data.calibration}
+    assert not any(row.tobytes() in cal for row in data.holdout)
+    # same shards read directly give the same split (deterministic), and a lone game cannot be split
+    again = from_shards(sorted(shards, key=lambda p: p.stat().st_mtime, reverse=True), 64, 128)
+    assert {r.tobytes() for r in again.calibration} == cal
+    target, report = make_int8(rd.model_path(0), FAST, data=data)
+    assert target == rd.models_dir / "gen-0000.int8.onnx" and report.calibration == data.source
+    assert rd.generations() == [0]  # the int8 file is not mistaken for a generation
+
+
+def test_precision_switch_for_onnxruntime_providers():
+    from dlzero.inference.onnx_backend import session_precision, with_device
+
+    cpu, cuda = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert session_precision("auto", cpu) == "fp32" and session_precision("auto", cuda) == "fp16"
+    assert session_precision("int8", cpu) == "int8" and session_precision("fp16", cuda) == "fp16"
+    with pytest.raises(BackendError, match="bf16 is for the torch backend"):
+        session_precision("bf16", cuda)
+    with pytest.raises(BackendError, match="fp16 is for CUDA"):
+        session_precision("fp16", cpu)
+    trt = ["TensorrtExecutionProvider", *cuda]
+    assert with_device(trt, "cuda:1", "int8")[0] == (
+        "TensorrtExecutionProvider", {"device_id": 1, "trt_fp16_enable": True, "trt_int8_enable": True})
+    assert with_device(trt, "cuda", "fp16")[:2] == [
+        ("TensorrtExecutionProvider", {"device_id": 0, "trt_fp16_enable": True}),
+        ("CUDAExecutionProvider", {"device_id": 0})]
+
+
+def test_fp16_graph_keeps_float32_interface_and_outputs(positions):
+    from dlzero.model.export import fp16_onnx
+
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    half = fp16_onnx(fp32)
+    proto = onnx.load_from_string(half)
+    assert {i.data_type for i in proto.graph.initializer if i.name.endswith("weight")} == {onnx.TensorProto.FLOAT16}
+    cfg = InferenceConfig(device="cpu")
+    p16, v16 = OnnxEvaluator(half, cfg).evaluate(positions.holdout)  # the CPU provider runs fp16 graphs too
+    p32, v32 = OnnxEvaluator(fp32, cfg).evaluate(positions.holdout)
+    assert p16.dtype == np.float32 and v16.shape == v32.shape
+    np.testing.assert_allclose(v16, v32, atol=5e-3)
+    np.testing.assert_allclose(p16, p32, atol=5e-2)
+    assert not np.array_equal(p16, p32)  # really computed from half-precision weights
+
+
+def test_export_int8_writes_both_models(model_file, tmp_path):
+    from dlzero.cli import main
+
+    out = tmp_path / "exported.onnx"
+    q = "inference.quantize"
+    rc = main(["export", str(model_file), "--out", str(out), "--int8", "--set", f"{q}.calibration=minmax",
+               "--set", f"{q}.calibration_positions=48", "--set", f"{q}.holdout_positions=96"])
+    assert rc == 0 and out.is_file()
+    report = stored_report(tmp_path / "exported.int8.onnx")
+    assert report.accepted and report.calibration_positions == 48 and report.holdout_positions == 96
+    assert stored_report(out) is None  # the fp32 export stays a plain model
+
+
+def test_bench_infer_has_an_int8_row_beside_fp32():
+    from dlzero.bench.infer import bench_inference
+
+    cfg = Config()
+    cfg.model = SMALL
+    cfg.inference = InferenceConfig(device="cpu", threads=1, quantize=replace(FAST, calibration="minmax"))
+    rows = {r["backend"]: r for r in bench_inference(["onnx", "onnx-int8"], [8], None, cfg, seconds=0.05)}
+    int8 = rows["onnx-int8"]
+    assert int8["vs_onnx_fp32"] > 0 and 0.0 <= int8["top1_vs_fp32"] <= 1.0 and int8["value_mae"] >= 0.0
+    assert "vs_onnx_fp32" not in rows["onnx"]
+
+
+def test_calibration_from_a_folder_of_records(tmp_path):
+    from dlzero.model.calibration import from_path
+
+    moves = ["+7776FU", "-3334FU", "+2726FU", "-8384FU", "+2625FU", "-8485FU", "+6978KI", "-4132KI"]
+    (tmp_path / "game.csa").write_text("V2.2\nN+a\nN-b\nPI\n+\n" + "\n".join(moves) + "\n%TORYO\n")
+    data = from_path(tmp_path, 4, 4)
+    assert data.source.startswith("records: 8 positions from 1 file(s)")
+    assert len(data.calibration) == 4 and len(data.holdout) == 4
+    assert data.holdout_legal.any(axis=1).all()  # every held-out position has legal moves to compare
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="holds no .hcpe3 shard and no CSA/KIF record"):
+        from_path(tmp_path / "empty", 4, 4)
+
+
+def test_bench_selfplay_compares_precisions_in_one_run():
+    from dlzero.bench.selfplay import bench_selfplay
+
+    cfg = Config()
+    cfg.model = SMALL
+    cfg.inference = InferenceConfig(device="cpu", threads=1, quantize=replace(FAST, calibration="minmax"))
+    cfg.selfplay = replace(cfg.selfplay, playouts=4, cheap_playouts=2)
+    rows = list(bench_selfplay(cfg, [2], moves=4, precisions=["fp32", "int8"], rounds=2))
+    assert [(r["precision"], r["parallel"]) for r in rows] == [("fp32", 2), ("int8", 2)]
+    assert "vs_first" not in rows[0] and rows[1]["vs_first"] > 0
+    assert all(r["positions_per_s"] > 0 for r in rows)
+
+
+def test_selfplay_command_plays_with_the_int8_model(tmp_path):
+    from dlzero.cli import main
+    from dlzero.data.hcpe3 import read_hcpe3
+
+    q = "inference.quantize"
+    sets = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=onnx",
+            "inference.threads=1", "selfplay.playouts=4", "selfplay.cheap_playouts=2", "selfplay.max_moves=20",
+            "selfplay.games_in_parallel=2", f"{q}.calibration=minmax", f"{q}.keep_fp32=none",
+            f"{q}.calibration_positions=32", f"{q}.holdout_positions=64"]
+    run = tmp_path / "run"
+    rc = main(["selfplay", "--run", str(run), "--games", "2", "--workers", "1", "--precision", "int8", "--quiet",
+               *[a for s in sets for a in ("--set", s)]])
+    assert rc == 0
+    rd = RunDir.open(run)
+    report = stored_report(rd.models_dir / "gen-0000.int8.onnx")  # made once, before the workers started
+    assert report is not None and report.settings["calibration"] == "minmax"
+    assert sum(len(read_hcpe3(p)) for p in rd.shards()) == 2

@@ -1,0 +1,210 @@
+"""`dlzero rate`: anchored ratings of a run's models, stored games, top-ups, elo.csv, outside engines."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+import cshogi
+import pytest
+
+from dlzero.cli import main
+from dlzero.config import load_config
+from dlzero.gating.anchors import RandomMover, parse_engine
+from dlzero.gating.arena import play_match
+from dlzero.gating.rating import (
+    ELO_COLUMNS,
+    fit_run,
+    load_batches,
+    plan_pairings,
+    promoted_generations,
+    rate,
+    rating_dir,
+    select_generations,
+)
+from dlzero.gating.usi_opponent import UsiEngineError, UsiOpponent
+from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.rundir import RunDir
+
+SMALL = ["model.blocks=1", "model.channels=16", "inference.threads=1", "gate.max_moves=40", "rate.games=2",
+         "rate.playouts=4", "rate.anchors=[random,alphabeta:100,gen-0000]"]
+
+
+@pytest.fixture()
+def run(tmp_path):
+    cfg = load_config(None, SMALL)
+    rd = RunDir.create(tmp_path / "run", cfg)
+    for g in (0, 1):
+        save_model(new_model(cfg.model, seed=g), rd.model_path(g), ModelMetadata(generation=g))
+    rd.set_best(1)
+    return rd, cfg
+
+
+def _games_per_pair(rd: RunDir) -> dict[frozenset, int]:
+    out: dict[frozenset, int] = {}
+    for _, batch in load_batches(rd)[0]:
+        key = frozenset(batch.players)
+        out[key] = out.get(key, 0) + len(batch.games)
+    return out
+
+
+def test_rate_tops_up_accumulates_and_refits_reproducibly(run):
+    rd, cfg = run
+    first = rate(rd, cfg, [1], progress=False)
+    pairs = {frozenset(p) for p in [("alphabeta:100", "random"), ("gen-0000", "random"),
+                                    ("gen-0000", "alphabeta:100"), ("gen-0001", "random"),
+                                    ("gen-0001", "alphabeta:100"), ("gen-0001", "gen-0000")]}
+    assert _games_per_pair(rd) == dict.fromkeys(pairs, 2)
+    assert first.played == 12 and first.problems == []
+    by = first.ratings.by_player()
+    assert set(by) == {"random", "alphabeta:100", "gen-0000", "gen-0001"} and by["random"].elo == 0.0
+
+    again = rate(rd, cfg, [1], progress=False)  # nothing missing: no game played, the same list
+    assert again.played == 0 and again.ratings == first.ratings
+
+    cfg.rate.games = 4  # raising the target adds games; the old ones stay
+    more = rate(rd, cfg, [1], progress=False)
+    assert more.played == 12 and _games_per_pair(rd) == dict.fromkeys(pairs, 4)
+    # every game is stored with colours swapped in pairs, and the top-up moved on to other openings
+    for _, batch in load_batches(rd)[0]:
+        assert [g["black"] for g in batch.games] == [batch.players[0], batch.players[1]]
+        a, b = batch.games
+        assert a["start_sfen"] == b["start_sfen"]
+        assert a["moves"].split()[:a["opening_plies"]] == b["moves"].split()[:b["opening_plies"]]
+        board = cshogi.Board(a["start_sfen"])
+        for usi in a["moves"].split():
+            move = board.move_from_usi(usi)
+            assert board.is_legal(move)
+            board.push(move)
+    openings = {}
+    for _, batch in load_batches(rd)[0]:
+        g = batch.games[0]
+        opening = (g["start_sfen"], " ".join(g["moves"].split()[:g["opening_plies"]]))
+        openings.setdefault(frozenset(batch.players), []).append(opening)
+    assert all(len(set(v)) == 2 for v in openings.values())
+
+    with (rd.metrics_dir / "elo.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    assert tuple(reader.fieldnames) == ELO_COLUMNS
+    by_row = {r["player"]: r for r in rows}
+    assert by_row["gen-0001"]["generation"] == "1" and by_row["gen-0001"]["anchor"] == "0"
+    assert by_row["gen-0000"]["anchor"] == "1" and by_row["gen-0000"]["wall_seconds"] == "0"
+    assert by_row["alphabeta:100"]["generation"] == "" and by_row["alphabeta:100"]["wall_seconds"] == ""
+    assert by_row["random"]["elo"] == "0.0" and int(by_row["random"]["games"]) == 12
+    assert float(by_row["gen-0001"]["elo_low"]) <= float(by_row["gen-0001"]["elo"]) \
+        <= float(by_row["gen-0001"]["elo_high"])
+
+
+def test_corrupt_file_is_reported_and_the_rest_still_counts(run):
+    rd, cfg = run
+    rate(rd, cfg, [0], progress=False)
+    good = fit_run(rd, cfg)
+    bad = rating_dir(rd) / "zz-broken.json"
+    bad.write_text('{"format": "dlzero-rating-games", "version": 1, "players": ["a"')
+    other = rating_dir(rd) / "zz-wrong.json"
+    other.write_text(json.dumps({"format": "dlzero-rating-games", "version": 1, "players": ["x", "random"],
+                                 "settings": {}, "games": [{"black": "x", "white": "y", "winner": "black"}]}))
+    report = fit_run(rd, cfg)
+    assert report.ratings == good.ratings
+    assert len(report.problems) == 2 and str(bad) in report.problems[0] and "zz-wrong.json" in report.problems[1]
+    assert "game 0 is malformed" in report.problems[1]
+
+
+def test_games_at_other_playouts_are_left_out(run):
+    rd, cfg = run
+    rate(rd, cfg, [0], progress=False)
+    cfg.rate.playouts = 8
+    report = fit_run(rd, cfg)
+    assert report.left_out == 4  # gen-0000 vs random and vs alphabeta:100: another player now
+    assert set(report.ratings.by_player()) == {"random", "alphabeta:100"}
+
+
+def test_cli_json_and_table(run, capsys):
+    rd, _ = run
+    args = ["rate", "--run", str(rd.root), "--generations", "1", "--no-progress"] + \
+        [x for kv in SMALL for x in ("--set", kv)]
+    assert main(args + ["--json"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert {r["player"] for r in rows} == {"random", "alphabeta:100", "gen-0000", "gen-0001"}
+    assert all(set(r) == {"player", "elo", "elo_low", "elo_high", "games"} for r in rows)
+    assert main(args + ["--fit-only"]) == 0
+    out = capsys.readouterr().out
+    assert "random" in out and "(pinned)" in out and "gen-0001" in out
+
+
+def test_pairings_and_model_selection(run):
+    rd, cfg = run
+    pairs = plan_pairings(["random", "alphabeta:100", "alphabeta:1000", "gen-0000"], ["yane"], ["gen-0003"])
+    assert pairs[:3] == [("alphabeta:100", "random"), ("alphabeta:1000", "alphabeta:100"),
+                         ("yane", "alphabeta:1000")]
+    assert ("gen-0000", "random") in pairs and ("gen-0003", "gen-0000") in pairs and ("gen-0003", "yane") in pairs
+    assert len(pairs) == len({frozenset(p) for p in pairs}) == 3 + 4 + 5
+    for g in range(2, 9):
+        save_model(new_model(cfg.model, seed=g), rd.model_path(g), ModelMetadata(generation=g))
+    rd.metrics_dir.mkdir(parents=True, exist_ok=True)
+    (rd.metrics_dir / "ratings.csv").write_text(
+        "generation,opponent,decision,promoted\n" + "".join(
+            f"{g},0,x,{int(g % 2 == 0)}\n" for g in range(2, 9)))
+    assert promoted_generations(rd) == [0, 1, 2, 4, 6, 8]  # 1 is best.json's
+    rd.set_best(6)
+    # every-3: generations not divisible by 3 were promoted without a match, up to the best (6)
+    assert promoted_generations(rd, "every-3") == [0, 1, 2, 4, 5, 6, 8]
+    assert promoted_generations(rd, "off") == [0, 1, 2, 3, 4, 5, 6, 8]
+    cfg.rate.sample = 3
+    assert select_generations(rd, cfg) == [0, 4, 8]
+    cfg.rate.models, cfg.rate.sample = "all", 0
+    assert select_generations(rd, cfg) == list(range(9))
+
+
+def test_engine_spec():
+    assert parse_engine("yane=/opt/y/run --threads 2") == ("yane", "/opt/y/run --threads 2")
+    for bad in ("noequals", "=cmd", "random=cmd", "alphabeta:5=x", "a b=x"):
+        with pytest.raises(Exception, match="engine"):
+            parse_engine(bad)
+
+
+def test_outside_usi_engine_plays_whole_games(run):
+    """`dlzero usi` on a tiny random model, driven as an outside engine."""
+    rd, cfg = run
+    command = f"{sys.executable} -m dlzero.usi --model {rd.model_path(0)} --threads 1"
+    engine = UsiOpponent("dlzero-usi", command, go="nodes 4", timeout_s=60)
+    cfg.gate.max_moves = 24
+    try:
+        result = play_match(engine, RandomMover(1), 2, cfg, parallel=2, names=("usi", "random"))
+    finally:
+        engine.close()
+    assert result.n_games == 2
+    for game in result.games:
+        # an illegal or missing reply would end the game as "resign" at once
+        assert game.reason != "resign" and len(game.moves) - game.opening_plies >= 10
+        board = cshogi.Board(game.start_sfen)
+        for move in game.moves:
+            assert board.is_legal(move)
+            board.push(move)
+
+
+def test_outside_engine_failures_are_clear():
+    with pytest.raises(UsiEngineError, match="cannot start"):
+        UsiOpponent("nope", "/nonexistent/engine").start()
+    dead = UsiOpponent("dead", f"{sys.executable} -c \"import sys; print('boom', file=sys.stderr)\"", timeout_s=10)
+    with pytest.raises(UsiEngineError, match="dead.*exited.*boom"):
+        dead.choose([cshogi.Board()])
+    dead.close()
+    mute = UsiOpponent("mute", f"{sys.executable} -c \"import time; time.sleep(30)\"", timeout_s=0.5)
+    with pytest.raises(UsiEngineError, match="no 'usiok' within 0.5 s"):
+        mute.start()
+    mute.close()
+
+
+def test_random_mover_is_seeded_and_legal():
+    boards = [cshogi.Board(), cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 b R 1")]
+    first = [RandomMover(3).choose(boards) for _ in range(2)]
+    assert first[0] == first[1]
+    assert all(b.is_legal(m) for b, m in zip(boards, first[0], strict=True))
+    mated = cshogi.Board("4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")
+    assert not list(mated.legal_moves) and RandomMover().choose([mated]) == [None]
+    picks = {RandomMover(s).choose([cshogi.Board()])[0] for s in range(20)}
+    assert len(picks) > 5  # it really varies with the seed
