@@ -33,6 +33,7 @@ from dlzero.version import __version__
 RUN_FORMAT_VERSION = 1
 _GEN_RE = re.compile(r"gen-(\d{4,})\.pt$")
 GENERATION_GLOB = "gen-*"
+SELFPLAY_STATE = "selfplay_state.json"
 
 
 def generation_name(generation: int) -> str:
@@ -64,6 +65,7 @@ class RunDir:
         self.config_path = self.root / "config.yaml"
         self.best_path = self.models_dir / "best.json"
         self.info_path = self.root / "run.json"
+        self.selfplay_state_path = self.root / SELFPLAY_STATE  # resign threshold: self-play's parent writes it
 
     # -- creation and opening -------------------------------------------------------------------
     @classmethod

@@ -35,10 +35,10 @@ from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.inference.remote import RemoteEvaluator
 from dlzero.inference.server import ServerAddress
-from dlzero.rundir import RunDir
+from dlzero.rundir import SELFPLAY_STATE, RunDir
 from selfplay.games import FinishedGame, ResignController, play_games
 
-STATE_FILE = "selfplay_state.json"
+STATE_FILE = SELFPLAY_STATE
 
 
 def config_hash(cfg: Config) -> str:

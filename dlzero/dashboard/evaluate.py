@@ -17,7 +17,7 @@ import numpy as np
 
 from dlzero.config import config_from_dict, read_yaml
 from dlzero.errors import ConfigError, RunDirError
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 
 MAX_PLAYOUTS = 5000  # the page's analysis is a look, not a long think
 
@@ -68,7 +68,7 @@ class BestModel:
         for board, v in zip(boards, value.tolist(), strict=True):
             p = (v + 1.0) / 2.0  # value in [-1, 1] for the side to move
             out.append(round(p if board.turn == cshogi.BLACK else 1.0 - p, 4))
-        return {"values": out, "source": f"network value of gen-{gen:04d} (the best model), no search"}
+        return {"values": out, "source": f"network value of {generation_name(gen)} (the best model), no search"}
 
     def analyse(self, position: str, playouts: int) -> dict[str, Any]:
         """One `dlzero analyze` query on the best model; the answer dict (or {"error": ...})."""
@@ -80,7 +80,7 @@ class BestModel:
             evaluator, cfg, gen = self._load()
             engine = AnalysisEngine(evaluator, cfg, playouts)
             answer = engine.answer([json.dumps({"id": 0, "position": position, "playouts": playouts})])[0]
-        answer["model"] = f"gen-{gen:04d}"
+        answer["model"] = generation_name(gen)
         return answer
 
     def close(self) -> None:

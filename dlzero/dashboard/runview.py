@@ -21,7 +21,7 @@ from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
 from dlzero.errors import DataError, DlzeroError, RunDirError
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 
 ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
 RATING_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "elo", "elo_low", "elo_high",
@@ -169,7 +169,7 @@ class RunView:
                 continue
             chained[r["generation"]] = base + r["elo"]
             wall = r["time"] - origin if r["time"] is not None and origin is not None else None
-            points.append({"player": f"gen-{r['generation']:04d}", "generation": r["generation"],
+            points.append({"player": generation_name(r["generation"]), "generation": r["generation"],
                            "elo": base + r["elo"], "low": base + r["elo_low"], "high": base + r["elo_high"],
                            "games": r["games"], "anchor": False, "wall_seconds": wall,
                            "status": status(r["generation"])})
@@ -267,7 +267,8 @@ class RunView:
                 warn.add(self.rel(path), f"model file unreadable ({exc})")
             gate = gate_of.get(gen)
             if gate:
-                row["gate"] = (f"{gate['wins']}-{gate['draws']}-{gate['losses']} vs gen-{gate['opponent']:04d}, "
+                opponent = generation_name(gate["opponent"])
+                row["gate"] = (f"{gate['wins']}-{gate['draws']}-{gate['losses']} vs {opponent}, "
                                f"{gate['elo']:+.0f} Elo, {gate['decision']}")
                 row["status"] = "promoted" if gate["promoted"] else "rejected"
             else:

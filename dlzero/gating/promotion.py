@@ -22,7 +22,7 @@ from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
 from dlzero.gating.arena import GameRecord, MatchResult, append_rating, play_match
 from dlzero.inference import load_model
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 
 
 @dataclass
@@ -102,7 +102,7 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     inference = inference or cfg.inference
     cand_eval = load_model(cand_path, inference)
     best_eval = load_model(rd.best_model_path(), inference)
-    names = (f"gen-{candidate_generation:04d}", f"gen-{best.generation:04d}")
+    names = (generation_name(candidate_generation), generation_name(best.generation))
     bar = tqdm(total=n_games, desc=f"gate {names[0]} vs {names[1]}", unit="game", file=sys.stderr,
                disable=not progress, leave=False)
 
