@@ -38,6 +38,8 @@ import cshogi
 import cshogi.dlshogi as dl
 import numpy as np
 
+from dlzero.game_end import earlier_occurrences
+
 NUM_PLANES = 100
 ENCODER_VERSION = 1
 
@@ -74,19 +76,14 @@ _CAMP = (_RANK <= 2, _RANK >= 6)
 
 
 def repetition_count(board: cshogi.Board) -> int:
-    """How often the current position occurred earlier within the lookback window (0..3)."""
+    """How often the current position occurred earlier within the lookback window (0..3).
+
+    cshogi's `is_draw` answers the common case (no repetition) cheaply; only a repeated position is
+    counted, by the game-end rules' own counter.
+    """
     if board.is_draw(REPETITION_LOOKBACK) == cshogi.NOT_REPETITION:
         return 0
-    key = board.zobrist_hash()
-    popped = []
-    count = 0
-    for _ in range(min(REPETITION_LOOKBACK, len(board.history))):
-        popped.append(board.pop())
-        if len(popped) % 2 == 0 and board.zobrist_hash() == key:
-            count += 1
-    for move in reversed(popped):
-        board.push(move)
-    return min(count, 3)
+    return min(earlier_occurrences(board, REPETITION_LOOKBACK), 3)
 
 
 def _nyugyoku_planes(out: np.ndarray, base: int, pieces: np.ndarray, hand: list[int],
