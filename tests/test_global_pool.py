@@ -7,6 +7,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from nets import perturbed_model
 
 from dlzero.config import ConfigError, InferenceConfig, ModelConfig, load_config
 from dlzero.encoding import NUM_PLANES, encode_position
@@ -104,14 +105,7 @@ def _positions() -> np.ndarray:
 
 
 def _trained_like(cfg: ModelConfig) -> PolicyValueNet:
-    model = new_model(cfg, seed=7)
-    gen = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.BatchNorm2d):
-                module.running_mean.copy_(torch.randn(module.num_features, generator=gen) * 0.1)
-                module.running_var.copy_(torch.rand(module.num_features, generator=gen) + 0.5)
-    return model.eval()
+    return perturbed_model(cfg, seed=7)
 
 
 def test_checkpoint_and_onnx_round_trip(tmp_path):

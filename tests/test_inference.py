@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from nets import perturbed_model
 from randpos import board_from_moves, random_histories
 
 from dlzero.config import InferenceConfig, ModelConfig
@@ -22,7 +23,7 @@ from dlzero.inference import (
     resolve_device,
 )
 from dlzero.inference.devices import resolve_precision
-from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.model import ModelMetadata, save_model
 from dlzero.model.export import METADATA_KEY, export_onnx
 
 CFG = ModelConfig(blocks=1, channels=16, value_channels=2, value_fc=32)
@@ -30,14 +31,7 @@ CPU = InferenceConfig(device="cpu", optimize="none")
 
 
 def _perturbed_model():
-    model = new_model(CFG, seed=1)
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.BatchNorm2d):
-                module.running_mean.copy_(torch.randn(module.num_features, generator=gen) * 0.1)
-                module.running_var.copy_(torch.rand(module.num_features, generator=gen) + 0.5)
-    return model.eval()
+    return perturbed_model(CFG, seed=1)
 
 
 @pytest.fixture(scope="module")
