@@ -9,6 +9,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
+from nets import perturbed_model
 
 from dlzero.config import ModelConfig
 from dlzero.encoding import ENCODER_VERSION, NUM_LABELS, NUM_PLANES
@@ -30,15 +31,7 @@ SMALL = ModelConfig(blocks=2, channels=16, value_channels=2, value_fc=32)
 
 def _trained_like(cfg: ModelConfig = SMALL, seed: int = 0) -> PolicyValueNet:
     """A model whose BN running statistics and policy bias are not at their initial values."""
-    model = new_model(cfg, seed=seed)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.BatchNorm2d):
-                module.running_mean.copy_(torch.randn(module.num_features, generator=gen) * 0.1)
-                module.running_var.copy_(torch.rand(module.num_features, generator=gen) + 0.5)
-        model.policy_bias.copy_(torch.randn(NUM_LABELS, generator=gen))
-    return model.eval()
+    return perturbed_model(cfg, seed, policy_bias=True)
 
 
 def _planes(n: int, seed: int = 0) -> torch.Tensor:
