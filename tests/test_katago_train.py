@@ -3,6 +3,7 @@ training a few steps with each switch (and global pooling) on."""
 
 from __future__ import annotations
 
+import csv
 import logging
 import random
 
@@ -199,5 +200,10 @@ def test_generation_trains_with_every_switch_on(tmp_path):
     res = train_generation(rd, cfg, steps=12, progress=False)
     model, _ = load_model_file(res.model_path)
     assert model.cfg.global_pool_blocks == [0] and np.isfinite(res.metrics["policy_loss"])
+    # the reply head's loss is logged: a 2187-way guess starts near ln 2187 = 7.7 nats
+    with (rd.metrics_dir / "metrics.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(0.5 < float(r["reply_loss"]) < 12 for r in rows)
+    assert res.metrics["reply_loss"] == pytest.approx(float(rows[-1]["reply_loss"]), rel=1e-4)
     res2 = train_generation(rd, cfg, steps=4, progress=False)  # continues from the checkpoint, head included
     assert res2.generation == 2

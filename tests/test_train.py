@@ -341,3 +341,27 @@ def test_metrics_csv_survives_a_torn_row_and_replayed_steps(tmp_path):
     log.close()
     with (tmp_path / "metrics.csv").open() as fh:
         assert [int(r["step"]) for r in csv.DictReader(fh)] == [10, 20, 30]
+
+
+def test_metrics_without_a_reply_head_and_files_from_before_the_reply_column(tmp_path):
+    from train.metrics import COLUMNS, Meter, MetricsLog, summarise
+
+    meter = Meter(torch.device("cpu"))
+    meter.add(torch.tensor(4.0), torch.tensor(2.0), torch.tensor(1), 4, torch.tensor(1), torch.tensor(2))
+    assert np.isnan(summarise(meter.totals())["reply_loss"])  # no reply head: not a fake 0
+    meter.load([4.0, 2.0, 1.0, 4.0, 1.0, 2.0])  # a checkpoint written before the reply sums existed
+    meter.add(torch.tensor(4.0), torch.tensor(2.0), torch.tensor(1), 4, torch.tensor(1), torch.tensor(2),
+              torch.tensor(6.0), torch.tensor(3))
+    assert summarise(meter.totals())["reply_loss"] == pytest.approx(2.0)
+    assert summarise(meter.totals())["policy_loss"] == pytest.approx(1.0)
+
+    old = [c for c in COLUMNS if c != "reply_loss"]  # a metrics.csv begun by an older dlzero
+    (tmp_path / "metrics.csv").write_text(",".join(old) + "\n" + ",".join(["5"] * len(old)) + "\n")
+    row = {"step": 10, "generation": 1, "samples": 32, "policy_loss": 1.0, "value_loss": 0.5,
+           "policy_acc": 0.5, "value_acc": 0.5, "lr": 0.1, "samples_per_s": 100.0, "reply_loss": 3.0}
+    log = MetricsLog(tmp_path, 5)
+    log.write(row)
+    log.close()
+    with (tmp_path / "metrics.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["step"] for r in rows] == ["5", "10"] and rows[1]["samples_per_s"] == "100" and None not in rows[1]

@@ -16,8 +16,9 @@ import torch
 from dlzero.data.atomic import atomic_write_text
 
 COLUMNS = ("step", "generation", "samples", "policy_loss", "value_loss", "policy_acc", "value_acc", "lr",
-           "samples_per_s")
-_SUMS = ("policy_loss", "value_loss", "policy_correct", "samples", "value_correct", "decisive")
+           "samples_per_s", "reply_loss")
+_SUMS = ("policy_loss", "value_loss", "policy_correct", "samples", "value_correct", "decisive", "reply_loss",
+         "replies")
 
 
 class Meter:
@@ -27,12 +28,17 @@ class Meter:
         self.sums = torch.zeros(len(_SUMS), dtype=torch.float64, device=device)
 
     def add(self, policy_loss: torch.Tensor, value_loss: torch.Tensor, policy_correct: torch.Tensor,
-            samples: int, value_correct: torch.Tensor, decisive: torch.Tensor) -> None:
-        """Per-batch sums: losses summed over samples, counts of correct predictions."""
+            samples: int, value_correct: torch.Tensor, decisive: torch.Tensor,
+            reply_loss: torch.Tensor | None = None, replies: torch.Tensor | None = None) -> None:
+        """Per-batch sums: losses summed over samples, counts of correct predictions; the reply head's
+        cross-entropy summed over the samples that have a reply (`replies` of them), when it is trained."""
+        zero = torch.zeros((), dtype=torch.float64, device=self.sums.device)
         part = torch.stack([policy_loss.detach().double(), value_loss.detach().double(),
                             policy_correct.double(), torch.tensor(float(samples), dtype=torch.float64,
                                                                   device=self.sums.device),
-                            value_correct.double(), decisive.double()])
+                            value_correct.double(), decisive.double(),
+                            zero if reply_loss is None else reply_loss.detach().double(),
+                            zero if replies is None else replies.double()])
         self.sums += part
 
     def totals(self) -> dict[str, float]:
@@ -42,7 +48,9 @@ class Meter:
         self.sums.zero_()
 
     def load(self, values: list[float]) -> None:
-        self.sums.copy_(torch.tensor(values, dtype=torch.float64))
+        """Sums from a checkpoint; one written before a sum existed has fewer, the rest start at 0."""
+        full = list(values)[: len(_SUMS)] + [0.0] * max(len(_SUMS) - len(values), 0)
+        self.sums.copy_(torch.tensor(full, dtype=torch.float64))
 
 
 def summarise(totals: dict[str, float]) -> dict[str, float]:
@@ -54,6 +62,7 @@ def summarise(totals: dict[str, float]) -> dict[str, float]:
         "policy_acc": totals["policy_correct"] / n,
         "value_acc": totals["value_correct"] / totals["decisive"] if totals["decisive"] else float("nan"),
         "samples": totals["samples"],
+        "reply_loss": totals["reply_loss"] / totals["replies"] if totals.get("replies") else float("nan"),
     }
 
 
@@ -90,14 +99,20 @@ class MetricsLog:
             return
         new = not self.csv_path.is_file() or self.csv_path.stat().st_size == 0
         with self.csv_path.open("a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+            # a file begun by an older dlzero keeps its header: new columns are left out, not misaligned
+            w = csv.DictWriter(fh, fieldnames=COLUMNS if new else self._header(), extrasaction="ignore")
             if new:
                 w.writeheader()
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
         self.last_step = step
-        for key in ("policy_loss", "value_loss", "policy_acc", "value_acc", "lr", "samples_per_s"):
-            self.tb.add_scalar(f"train/{key}", row[key], step)
+        for key in ("policy_loss", "value_loss", "policy_acc", "value_acc", "lr", "samples_per_s", "reply_loss"):
+            if key in row and row[key] == row[key]:  # NaN (no reply head) is left out
+                self.tb.add_scalar(f"train/{key}", row[key], step)
         self.tb.flush()
+
+    def _header(self) -> list[str]:
+        with self.csv_path.open(newline="") as fh:
+            return next(csv.reader(fh), None) or list(COLUMNS)
 
     def close(self) -> None:
         self.tb.close()

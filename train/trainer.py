@@ -197,10 +197,13 @@ class Trainer:
         pl, vl, hits, vhits, decisive = batch_stats(logits, value, batch)
         n = len(batch.value)
         loss = (pl + vl) / n
+        rl = replies = None
         if reply is not None or self.cfg.surprise_weight > 0:
             per_sample = policy_loss(logits, batch.policy) + value_loss(value, batch.value)
             if reply is not None:
-                per_sample = per_sample + self.cfg.aux_reply_weight * reply_loss(reply.float(), batch.reply)
+                per_reply = reply_loss(reply.float(), batch.reply)
+                per_sample = per_sample + self.cfg.aux_reply_weight * per_reply
+                rl, replies = per_reply.sum(), (batch.reply >= 0).sum()
             loss = (surprise_weights(logits, batch.policy, self.cfg.surprise_weight) * per_sample).sum() / n
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
@@ -211,7 +214,7 @@ class Trainer:
         self.scaler.update()
         if self.ema is not None:
             self.ema.update(self.model)
-        self.meter.add(pl, vl, hits, n, vhits, decisive)
+        self.meter.add(pl, vl, hits, n, vhits, decisive, rl, replies)
         self.global_step += 1
 
     # -- state ----------------------------------------------------------------------------------

@@ -1,0 +1,288 @@
+"""A/B learning benchmark (not a test): arms of the tiny loop at equal wall time, rated on one anchored scale.
+
+    # one lane per core, the arms of a lane one after another (never two arms on the same cores):
+    python scripts/ab_learning.py run --cpus 0 --seed 1 --arms puct,gumbel,gumbel-katago --minutes 30
+    python scripts/ab_learning.py run --cpus 1 --seed 2 --arms puct,gumbel,gumbel-katago --minutes 30
+    python scripts/ab_learning.py rate --marks 10,20,30       # models at the time marks vs the anchors
+    python scripts/ab_learning.py report --out docs/benchmarks/ab-learning
+
+Arms (`ARMS`; any arm + "-gateoff" also sets `gate.mode: off`):
+- puct: tiny as shipped (dlshogi's PUCT root with Dirichlet noise, visit counts as targets, SPRT gate);
+- gumbel: `search.algorithm: gumbel` (Gumbel-Top-k root, Sequential Halving, completed-Q targets);
+- gumbel-katago: gumbel plus KataGo's switches (global-pooling blocks 1 and 3, opponent-reply head 0.15,
+  policy-surprise weighting 0.5).
+A seed is `train.seed` (generation 0's weights; every arm of one seed starts from the same network); the
+self-play games themselves are not seeded, so two runs of one arm and seed still differ.
+
+`run` plays `dlzero loop --config tiny` for `--minutes` per arm in ROOT/ARM-sSEED (a finished run has
+ab.json and is skipped when the lane is run again; an unfinished one is an error: delete it and rerun).
+`--cpus` pins the lane (and every process it starts) to those cores.
+
+`rate`: in each finished run, the model that was the run's best at each time mark (the latest promoted
+generation made at or before the mark, minutes since generation 0) plays the anchors `--anchors`
+(default random, alphabeta:100, alphabeta:1000: fixed players, the same in every run) `--games` games
+each at `--playouts`, all arms searching with the same judge (`--judge`, default PUCT: the A/B measures
+the networks the arms made, not their play-time search). Games accumulate in ROOT/ARM-sSEED/rating/.
+
+`report`: one maximum-likelihood fit over the games of every run (random = 0; models named
+ARM/sSEED/gen-NNNN, anchors shared), written to OUT.csv (arm, seed, minutes, elo, elo_low, elo_high) and
+OUT.png (Elo against minutes per arm: each seed, and the mean over seeds), and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ARMS: dict[str, list[str]] = {
+    "puct": [],
+    "gumbel": ["search.algorithm=gumbel"],
+    "gumbel-katago": ["search.algorithm=gumbel", "model.global_pool_blocks=[1,3]", "train.aux_reply_weight=0.15",
+                      "train.surprise_weight=0.5"],
+}
+GATE_OFF = "-gateoff"
+ANCHORS = "random,alphabeta:100,alphabeta:1000"
+
+
+def arm_overrides(arm: str) -> list[str]:
+    base, off = (arm[: -len(GATE_OFF)], True) if arm.endswith(GATE_OFF) else (arm, False)
+    if base not in ARMS:
+        raise SystemExit(f"unknown arm '{arm}': one of {', '.join(ARMS)} (each also with '{GATE_OFF}')")
+    return [*ARMS[base], *(["gate.mode=off"] if off else [])]
+
+
+def cpu_flags() -> str:
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    return " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "amx_int8") if f in flags) or "no avx2"
+
+
+def run_dir(root: Path, arm: str, seed: int) -> Path:
+    return root / f"{arm}-s{seed}"
+
+
+def play(root: Path, arm: str, seed: int, minutes: float, cpus: str) -> None:
+    run = run_dir(root, arm, seed)
+    if (run / "ab.json").is_file():
+        print(f"{run}: finished earlier, skipped", flush=True)
+        return
+    if run.exists():
+        raise SystemExit(f"{run} exists but did not finish (no ab.json): delete it to run this arm again")
+    sets = [*arm_overrides(arm), f"train.seed={seed}"]
+    cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run), "--quiet",
+           *[x for s in sets for x in ("--set", s)]]
+    print(f"{dt.datetime.now():%H:%M:%S} {arm} seed {seed}: {minutes:g} min on cpus {cpus or 'all'} "
+          f"({cpu_flags()}): {' '.join(cmd[2:])}", flush=True)
+    started = dt.datetime.now(dt.timezone.utc)
+    proc = subprocess.Popen(cmd)
+    deadline = time.monotonic() + minutes * 60.0
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(1.0)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if proc.returncode not in (0, -signal.SIGINT, 130, 1) and time.monotonic() < deadline:
+        raise SystemExit(f"{arm} seed {seed}: the loop failed (exit {proc.returncode}) before the deadline")
+    info = {"arm": arm, "seed": seed, "minutes": minutes, "overrides": sets, "cpus": cpus, "cpu": cpu_flags(),
+            "started": started.isoformat(), "finished": dt.datetime.now(dt.timezone.utc).isoformat()}
+    (run / "ab.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+
+
+def finished_runs(root: Path) -> list[tuple[Path, dict]]:
+    out = []
+    for path in sorted(root.glob("*/ab.json")):
+        out.append((path.parent, json.loads(path.read_text(encoding="utf-8"))))
+    return out
+
+
+def generations_at_marks(run: Path, marks: list[float], gate_mode: str) -> dict[float, int]:
+    """The run's best model at each mark: the latest promoted generation made at or before it."""
+    from dlzero.gating.rating import _created, promoted_generations
+    from dlzero.rundir import RunDir
+
+    rd = RunDir.open(run)
+    gens = promoted_generations(rd, gate_mode)
+    start = _created(rd, 0)
+    made = {g: (_created(rd, g) - start).total_seconds() / 60.0 for g in gens}
+    return {m: max(g for g in gens if made[g] <= m + 1e-9) for m in marks}
+
+
+def rate_runs(root: Path, marks: list[float], anchors: list[str], games: int, playouts: int, judge: str,
+              threads: int) -> None:
+    from dlzero.gating.rating import rate
+    from dlzero.rundir import RunDir
+
+    for run, _info in finished_runs(root):
+        rd = RunDir.open(run)
+        cfg = rd.config()
+        at = generations_at_marks(run, marks, cfg.gate.mode)
+        cfg.rate.anchors, cfg.rate.games, cfg.rate.playouts = anchors, games, playouts
+        cfg.search.algorithm = judge
+        cfg.inference.threads = threads
+        gens = sorted(set(at.values()))
+        print(f"{dt.datetime.now():%H:%M:%S} {run.name}: rating generations {gens} (marks {at})", flush=True)
+        report = rate(rd, cfg, gens, progress=False)
+        for line in report.problems:
+            print(f"warning: {line}")
+
+
+def _fit_all(root: Path, anchors: list[str], playouts: int):
+    """One fit over every run's stored games at `playouts`; models renamed ARM/sSEED/gen-NNNN."""
+    from dlzero.gating.anchors import model_generation
+    from dlzero.gating.elo_fit import GameResult, fit_ratings
+    from dlzero.gating.rating import load_batches
+    from dlzero.rundir import RunDir
+
+    games, seen_anchor_pairs = [], set()
+    for run, _info in finished_runs(root):
+        rd = RunDir.open(run)
+        batches, problems = load_batches(rd)
+        for p in problems:
+            print(f"warning: {p}")
+        for _, batch in batches:
+            models = [p for p in batch.players if model_generation(p) is not None]
+            if models and batch.settings.get("playouts") != playouts:
+                continue
+            if any(model_generation(p) is None and p not in anchors for p in batch.players):
+                continue
+            if not models:  # the anchor ladder is the same players in every run: count each batch once
+                key = (tuple(batch.players), json.dumps(batch.games, sort_keys=True))
+                if key in seen_anchor_pairs:
+                    continue
+                seen_anchor_pairs.add(key)
+
+            def name(p: str, run=run) -> str:
+                return f"{run.name}/{p}" if model_generation(p) is not None else p
+
+            for g in batch.games:
+                score = 0.5 if g.get("winner") is None else (1.0 if g["winner"] == "black" else 0.0)
+                games.append(GameResult(name(g["black"]), name(g["white"]), score))
+    return fit_ratings(games, pin="random")
+
+
+def report(root: Path, out: Path, marks: list[float], anchors: list[str], playouts: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dlzero.data.atomic import atomic_write_bytes, atomic_write_text
+    from dlzero.rundir import RunDir
+
+    ratings = _fit_all(root, anchors, playouts).by_player()
+    rows, cpus = [], set()
+    for run, info in finished_runs(root):
+        cpus.add(info.get("cpu", "?"))
+        at = generations_at_marks(run, marks, RunDir.open(run).config().gate.mode)
+        for mark, gen in at.items():
+            r = ratings.get(f"{run.name}/gen-{gen:04d}")
+            if r is not None:
+                rows.append({"arm": info["arm"], "seed": info["seed"], "minutes": f"{mark:g}", "elo": f"{r.elo:.1f}",
+                             "elo_low": f"{r.elo_low:.1f}", "elo_high": f"{r.elo_high:.1f}"})
+    if not rows:
+        raise SystemExit(f"no rated models under {root}: run `rate` first")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=["arm", "seed", "minutes", "elo", "elo_low", "elo_high"],
+                            lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out.with_suffix(".csv"), buf.getvalue())
+
+    arms = sorted({r["arm"] for r in rows}, key=lambda a: (list(ARMS).index(a.removesuffix(GATE_OFF)), a))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    print(f"{'arm':<24} {'minutes':>7}  {'mean Elo':>8}   seeds (Elo [95 %])")
+    for i, arm in enumerate(arms):
+        color = f"C{i}"
+        mine = [r for r in rows if r["arm"] == arm]
+        for seed in sorted({r["seed"] for r in mine}):
+            pts = sorted((float(r["minutes"]), float(r["elo"]), float(r["elo_low"]), float(r["elo_high"]))
+                         for r in mine if r["seed"] == seed)
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            ax.errorbar(xs, ys, yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]], color=color,
+                        alpha=0.35, fmt="o--", capsize=2, linewidth=0.8)
+        means = []
+        for mark in sorted({float(r["minutes"]) for r in mine}):
+            at = [r for r in mine if float(r["minutes"]) == mark]
+            means.append((mark, sum(float(r["elo"]) for r in at) / len(at)))
+            detail = ", ".join(f"s{r['seed']} {float(r['elo']):+.0f} [{float(r['elo_low']):+.0f}, "
+                               f"{float(r['elo_high']):+.0f}]" for r in at)
+            print(f"{arm:<24} {mark:>7g}  {means[-1][1]:>+8.0f}   {detail}")
+        ax.plot([m[0] for m in means], [m[1] for m in means], "o-", color=color, linewidth=2.2,
+                label=f"{arm} (mean of seeds)")
+    for name in anchors:
+        if name in ratings and name != "random":
+            ax.axhline(ratings[name].elo, color="grey", linestyle=":", linewidth=0.8)
+            ax.annotate(name, (0.01, ratings[name].elo), xycoords=("axes fraction", "data"), fontsize=7,
+                        color="grey", va="bottom")
+    ax.set_xlabel("minutes of the tiny loop (one core per arm)")
+    ax.set_ylabel("Elo (random mover = 0)")
+    ax.set_title(f"A/B learning, anchored (CPU: {', '.join(sorted(cpus))})", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    plt.close(fig)
+    atomic_write_bytes(out.with_suffix(".png"), png.getvalue())
+    print(f"wrote {out.with_suffix('.csv')} and {out.with_suffix('.png')}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", default="runs/ab", help="folder of the arms' run directories")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="play the arms of one lane, one after another")
+    p.add_argument("--arms", default="puct,gumbel,gumbel-katago")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--minutes", type=float, default=30.0)
+    p.add_argument("--cpus", default="", help="pin this lane to these cores, e.g. 0 or 0,1 (default: all)")
+    for name in ("rate", "report"):
+        p = sub.add_parser(name)
+        p.add_argument("--marks", default="10,20,30", help="minutes since generation 0")
+        p.add_argument("--anchors", default=ANCHORS)
+        p.add_argument("--playouts", type=int, default=32, help="playouts per move of the rated models")
+        if name == "rate":
+            p.add_argument("--games", type=int, default=10, help="games per model and anchor (even)")
+            p.add_argument("--judge", default="puct", choices=("puct", "gumbel"), help="search of the rated models")
+            p.add_argument("--threads", type=int, default=1)
+            p.add_argument("--cpus", default="")
+        else:
+            p.add_argument("--out", default="docs/benchmarks/ab-learning")
+    args = parser.parse_args()
+    root = Path(args.root)
+    if getattr(args, "cpus", ""):
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    if args.cmd == "run":
+        root.mkdir(parents=True, exist_ok=True)
+        for arm in args.arms.split(","):
+            arm_overrides(arm)  # every arm name checked before the first one runs
+        for arm in args.arms.split(","):
+            play(root, arm, args.seed, args.minutes, args.cpus)
+        return
+    marks = [float(m) for m in args.marks.split(",")]
+    anchors = args.anchors.split(",")
+    if args.cmd == "rate":
+        rate_runs(root, marks, anchors, args.games, args.playouts, args.judge, args.threads)
+    else:
+        report(root, Path(args.out), marks, anchors, args.playouts)
+
+
+if __name__ == "__main__":
+    main()
