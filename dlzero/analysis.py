@@ -263,9 +263,7 @@ class AnalysisEngine:
         """Raw policy over the legal moves of each task's root, in one network call."""
         if not tasks:
             return {}
-        planes = new_batch_buffer(len(tasks))
-        for k, task in enumerate(tasks):
-            self._encoder.encode_into(task.board, planes[k])
+        planes = self._encoder.encode_batch([task.board for task in tasks], new_batch_buffer(len(tasks)))
         logits, _ = self.evaluator.evaluate(np.asarray(planes))
         out = {}
         for k, task in enumerate(tasks):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import zlib
 
 import cshogi
 import numpy as np
@@ -16,6 +17,7 @@ from dlzero.inference import NullEvaluator
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import Search, Tree, find_mate, leaf_result
+from dlzero.search.node import Node
 
 MATE1 = "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1"        # G*5b mates
 MATE3 = "sfen 4k4/9/9/4G4/9/9/9/9/4K4 b RG 1"       # no mate in 1, mate in 3
@@ -151,3 +153,50 @@ def test_lockstep_equals_one_at_a_time():
         Search(HashEvaluator(), cfg).run([alone], 120, leaves_per_tree=4)
         np.testing.assert_array_equal(alone.root.n, tree.root.n)
         np.testing.assert_allclose(alone.root.w, tree.root.w)
+
+
+class _HashedPriors(Evaluator):
+    """Deterministic non-uniform priors and values from the planes (so ties are rare but possible)."""
+
+    backend = "fake"
+
+    def __init__(self) -> None:
+        super().__init__(1 << 12)
+
+    def _run(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out_p = np.empty((len(planes), NUM_LABELS), np.float32)
+        out_v = np.empty(len(planes), np.float32)
+        for j, x in enumerate(planes):
+            rng = np.random.default_rng(zlib.crc32(x.tobytes()))
+            out_p[j] = rng.normal(0.0, 2.0, NUM_LABELS)
+            out_v[j] = rng.uniform(-0.9, 0.9)
+        return out_p, out_v
+
+
+@pytest.mark.parametrize("evaluator", [NullEvaluator, _HashedPriors])
+def test_prefix_selection_grows_the_same_tree_as_full_selection(evaluator, monkeypatch):
+    """The search with `puct_select_prefix` below the root and with the full rule everywhere (the prefix
+    path switched off) build identical trees: every node's visits, values and move order."""
+    import dlzero.search.mcts as mcts
+
+    def grow(prefix_max: int) -> Tree:
+        monkeypatch.setattr(mcts, "PREFIX_SELECT_MAX", prefix_max)
+        tree = Tree(parse_position("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c"))
+        Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0)).run([tree], 1500,
+                                                                                   leaves_per_tree=8)
+        return tree
+
+    fast, full = grow(12), grow(-1)
+
+    def walk(a: Node, b: Node, depth: int) -> int:
+        assert (a.moves is None) == (b.moves is None)
+        if a.moves is None:
+            return 1
+        np.testing.assert_array_equal(a.moves, b.moves)
+        np.testing.assert_array_equal(a.n, b.n)
+        np.testing.assert_array_equal(a.w, b.w)
+        return 1 + sum(walk(x, y, depth + 1) for x, y in zip(a.children, b.children, strict=True)
+                       if x is not None and y is not None)
+
+    assert walk(fast.root, full.root, 0) == full.nodes == fast.nodes > 1000
+    assert fast.memory == fast.root.size()[1]  # the prior orders are counted in the tree's memory

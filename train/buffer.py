@@ -141,7 +141,8 @@ class BatchDecoder:
         planes = self._planes[:b]
         out = planes.numpy()
         board = self._board
-        for row, i in enumerate(idx.tolist()):
+        self._encoder.begin(out)
+        for i in idx.tolist():
             board.set_hcp(buf.base_hcp[i])
             move = int(buf.last_move[i])
             if move:
@@ -149,7 +150,8 @@ class BatchDecoder:
                 board.push_move16(move)
             else:
                 board.move_number = int(buf.ply[i]) + 1
-            self._encoder.encode_into(board, out[row], int(buf.repetitions[i]))
+            self._encoder.add(board, int(buf.repetitions[i]))
+        self._encoder.finish()
         starts, ends = buf.offsets[idx], buf.offsets[idx + 1]
         counts = ends - starts
         rows = np.repeat(np.arange(b), counts)

@@ -72,7 +72,11 @@ _HAND_POINTS = np.array([1, 1, 1, 1, 1, 5, 5], dtype=np.int32)
 
 # Enemy camp as a mask over squares sq = file*9 + rank: ranks a-c for Black, g-i for White.
 _RANK = np.arange(81) % 9
-_CAMP = (_RANK <= 2, _RANK >= 6)
+# per colour, over the 81 squares plus an 82nd that is never in camp (king_square of a missing king)
+_CAMP_BY_COLOUR = np.zeros((2, 82), dtype=bool)
+_CAMP_BY_COLOUR[0, :81] = _RANK <= 2
+_CAMP_BY_COLOUR[1, :81] = _RANK >= 6
+_DECLARE_TARGET_ARR = np.array(_DECLARE_TARGET, dtype=np.float32)
 
 
 def repetition_count(board: cshogi.Board) -> int:
@@ -86,17 +90,6 @@ def repetition_count(board: cshogi.Board) -> int:
     return min(earlier_occurrences(board, REPETITION_LOOKBACK), 3)
 
 
-def _nyugyoku_planes(out: np.ndarray, base: int, pieces: np.ndarray, hand: list[int],
-                     colour: int, king_sq: int) -> None:
-    camp = _CAMP[colour]
-    mine = _OWNER[pieces] == colour
-    in_camp = mine & camp
-    out[base] = 1.0 if camp[king_sq] else 0.0
-    out[base + 1] = min(int(in_camp.sum()) - int(camp[king_sq]), 10) / 10.0
-    points = int(_POINTS[pieces[in_camp]].sum()) + int(np.dot(_HAND_POINTS, hand))
-    out[base + 2] = min(points / _DECLARE_TARGET[colour], 1.0)
-
-
 def _check_buffer(out: np.ndarray, shape: tuple[int, ...]) -> None:
     """cshogi writes raw float32s through the buffer's pointer: any other dtype, shape or layout
     would be filled with garbage without an error (or written past its end, for a smaller dtype)."""
@@ -108,66 +101,114 @@ def _check_buffer(out: np.ndarray, shape: tuple[int, ...]) -> None:
 
 
 class Encoder:
-    """Encodes positions into caller-owned buffers; keeps the scratch arrays cshogi needs.
+    """Encodes positions into caller-owned buffers, a batch at a time.
 
-    One Encoder per thread: it is not re-entrant because of its scratch buffer.
+    `begin(buffer)`, then `add(board)` per position (cshogi's 62 planes are written at once, while the
+    board is in that position, together with the few numbers the other planes need), then `finish()`
+    fills planes 62-99 of every row in a handful of numpy calls. The search adds each leaf as it
+    reaches it and finishes once per network call, so the small per-position numpy work of the
+    scalar planes is paid once per batch instead of once per leaf.
+
+    One Encoder per thread: it keeps the batch being built.
     """
 
     def __init__(self) -> None:
         self._f2 = np.empty((dl.FEATURES2_NUM, 9, 9), dtype=np.float32)
+        self._out: np.ndarray | None = None
+        self._rows: list[tuple] = []
 
-    def encode_into(self, board: cshogi.Board, out: np.ndarray, repetitions: int | None = None) -> None:
-        """Fill `out` (100, 9, 9) float32, C-contiguous, with the planes of `board`.
+    def begin(self, out: np.ndarray) -> None:
+        """Start a batch in `out` (B, 100, 9, 9) float32, C-contiguous; rows are added from 0."""
+        _check_buffer(out, (out.shape[0] if getattr(out, "ndim", 0) == 4 else -1, NUM_PLANES, 9, 9))
+        self._out, self._rows = out, []
 
-        `repetitions` (0..3) is `repetition_count` of the position when the caller knows it without
-        the board's history: training data counts it once while replaying the whole game, and
-        rebuilds the board from one position. None: counted from `board`'s history.
-        """
-        _check_buffer(out, (NUM_PLANES, 9, 9))
-        self._encode(board, out, repetitions)
-
-    def _encode(self, board: cshogi.Board, out: np.ndarray, repetitions: int | None = None) -> None:
-        dl.make_input_features(board, out[:62], self._f2)
-        out[62:].fill(0.0)
+    def add(self, board: cshogi.Board, repetitions: int | None = None) -> int:
+        """Encode `board` as the batch's next row (returned). `repetitions` (0..3) is
+        `repetition_count` of the position when the caller knows it without the board's history:
+        training data counts it once while replaying the whole game, and rebuilds the board from one
+        position. None: counted from `board`'s history. `board` may change once this returns."""
+        out = self._out
+        row = len(self._rows)
+        if out is None or row >= out.shape[0]:
+            raise ValueError("Encoder.add: no batch begun, or the batch buffer is full")
+        dl.make_input_features(board, out[row, :62], self._f2)
         us = board.turn
-        them = 1 - us
-        hands = board.pieces_in_hand
-        out[PLANE_HAND_US:PLANE_HAND_US + 7] = (np.asarray(hands[us], dtype=np.float32) / _HAND_SCALE)[:, None, None]
-        out[PLANE_HAND_THEM:PLANE_HAND_THEM + 7] = (
-            np.asarray(hands[them], dtype=np.float32) / _HAND_SCALE)[:, None, None]
-        out[PLANE_CHECK] = self._f2[56, 0, 0]
-        reps = repetition_count(board) if repetitions is None else repetitions
-        if reps:
-            out[PLANE_REPETITION:PLANE_REPETITION + reps] = 1.0
-        if us == cshogi.WHITE:
-            out[PLANE_WHITE] = 1.0
-        out[PLANE_PROGRESS] = min((board.move_number - 1) / PROGRESS_PLIES, 1.0)
-
-        pieces = np.asarray(board.pieces, dtype=np.int8)
-        scalars = np.zeros(8, dtype=np.float32)
-        _nyugyoku_planes(scalars, 0, pieces, hands[us], us, board.king_square(us))
-        scalars[3] = 1.0 if board.is_nyugyoku() else 0.0
-        _nyugyoku_planes(scalars, 4, pieces, hands[them], them, board.king_square(them))
-        out[PLANE_NYUGYOKU_US:PLANE_NYUGYOKU_US + 4] = scalars[:4, None, None]
-        out[PLANE_NYUGYOKU_THEM:PLANE_NYUGYOKU_THEM + 3] = scalars[4:7, None, None]
-
         last = board.peek()
+        to_sq = from_sq = -1
         if last:
-            flat_to = out[PLANE_LAST_TO].reshape(81)
             to_sq = cshogi.move_to(last)
-            flat_to[80 - to_sq if us == cshogi.WHITE else to_sq] = 1.0
             if not cshogi.move_is_drop(last):
                 from_sq = cshogi.move_from(last)
-                out[PLANE_LAST_FROM].reshape(81)[80 - from_sq if us == cshogi.WHITE else from_sq] = 1.0
+        reps = repetition_count(board) if repetitions is None else repetitions
+        self._rows.append((us, board.pieces_in_hand, float(self._f2[56, 0, 0]), reps, board.move_number,
+                           board.pieces, board.king_square(cshogi.BLACK), board.king_square(cshogi.WHITE),
+                           board.is_nyugyoku(), to_sq, from_sq))
+        return row
+
+    def finish(self) -> np.ndarray:
+        """Fill planes 62-99 of every added row; returns the rows' view of the buffer."""
+        out, rows = self._out, self._rows
+        self._out, self._rows = None, []
+        if out is None:
+            raise ValueError("Encoder.finish: no batch begun")
+        n = len(rows)
+        if n == 0:
+            return out[:0]
+        (us, hands, check, reps, move_number, pieces, king_b, king_w, nyugyoku, to_sq,
+         from_sq) = map(list, zip(*rows, strict=True))
+        idx = np.arange(n)
+        turn = np.array(us, dtype=np.int64)
+        them = 1 - turn
+        rows_out = out[:n]
+        rows_out[:, 62:] = 0.0
+        hand = np.array(hands, dtype=np.float32)  # (n, colour, 7)
+        scalars = np.zeros((n, 38), dtype=np.float32)  # planes 62..99 (90 and 91 stay 0 here)
+        scalars[:, 0:7] = hand[idx, turn] / _HAND_SCALE
+        scalars[:, 7:14] = hand[idx, them] / _HAND_SCALE
+        scalars[:, PLANE_CHECK - 62] = check
+        scalars[:, PLANE_REPETITION - 62:PLANE_REPETITION - 59] = np.array(reps)[:, None] > np.arange(3)
+        scalars[:, PLANE_WHITE - 62] = turn == cshogi.WHITE
+        scalars[:, PLANE_PROGRESS - 62] = np.minimum((np.array(move_number) - 1) / PROGRESS_PLIES, 1.0)
+
+        board = np.array(pieces, dtype=np.int8)  # (n, 81) cshogi piece codes
+        owner = _OWNER[board]
+        points = _POINTS[board].astype(np.int32)
+        kings = np.array([king_b, king_w], dtype=np.int64).T  # (n, colour), 81 when there is none
+        hand_points = hand.astype(np.int32) @ _HAND_POINTS  # (n, colour)
+        for base, colour in ((PLANE_NYUGYOKU_US - 62, turn), (PLANE_NYUGYOKU_THEM - 62, them)):
+            camp = _CAMP_BY_COLOUR[colour]  # (n, 82): the 82nd square is "no king"
+            in_camp = (owner == colour[:, None]) & camp[:, :81]
+            king_in = camp[idx, kings[idx, colour]]
+            scalars[:, base] = king_in
+            scalars[:, base + 1] = np.minimum(in_camp.sum(axis=1) - king_in, 10) / 10.0
+            total = (points * in_camp).sum(axis=1) + hand_points[idx, colour]
+            scalars[:, base + 2] = np.minimum(total / _DECLARE_TARGET_ARR[colour], 1.0)
+        scalars[:, PLANE_NYUGYOKU_US + 3 - 62] = nyugyoku
+        rows_out[:, 62:] = scalars[:, :, None, None]
+
+        for plane, squares in ((PLANE_LAST_TO, to_sq), (PLANE_LAST_FROM, from_sq)):
+            sq = np.array(squares, dtype=np.int64)
+            has = sq >= 0
+            sq = np.where(turn == cshogi.WHITE, 80 - sq, sq)[has]
+            rows_out[idx[has], plane, sq // 9, sq % 9] = 1.0
+        return rows_out
+
+    def encode_into(self, board: cshogi.Board, out: np.ndarray, repetitions: int | None = None) -> None:
+        """Fill `out` (100, 9, 9) float32, C-contiguous, with the planes of `board` (a batch of one;
+        `repetitions` as in `add`)."""
+        _check_buffer(out, (NUM_PLANES, 9, 9))
+        self.begin(out[None])
+        self.add(board, repetitions)
+        self.finish()
 
     def encode_batch(self, boards: list[cshogi.Board], out: np.ndarray) -> np.ndarray:
         """Encode `boards` into the first len(boards) rows of `out` (B, 100, 9, 9); returns that view."""
         if len(boards) > out.shape[0]:
             raise ValueError(f"{len(boards)} boards do not fit a buffer of {out.shape[0]}")
-        _check_buffer(out, (out.shape[0], NUM_PLANES, 9, 9))
-        for i, board in enumerate(boards):
-            self._encode(board, out[i])
-        return out[: len(boards)]
+        self.begin(out)
+        for board in boards:
+            self.add(board)
+        return self.finish()
 
 
 def input_key(board: cshogi.Board, repetitions: int | None = None) -> tuple[int, int, int, int]:

@@ -26,9 +26,9 @@ from dlzero.config import SearchConfig
 from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
 from dlzero.search.gumbel import GumbelParams, GumbelRoot
-from dlzero.search.node import NODE_BYTES, Node, expansion_bytes
+from dlzero.search.node import NODE_BYTES, Node, expansion_bytes, order_bytes
 from dlzero.search.rules import leaf_proof
-from dlzero.search.select import PuctParams, puct_select
+from dlzero.search.select import PuctParams, prior_order, puct_select, puct_select_prefix
 
 
 @dataclass
@@ -106,6 +106,10 @@ class SearchStats:
     total_seconds: float = 0.0
 
 
+# below this many tried moves a node is scored in plain Python (`puct_select_prefix`), above in numpy
+PREFIX_SELECT_MAX = 12
+
+
 def split_leaves(total: int, n_trees: int) -> int:
     """Leaves per tree when a total leaf budget per network call is shared by `n_trees` trees (>= 1)."""
     return max(1, total // max(1, n_trees))
@@ -133,7 +137,6 @@ class Search:
         # keyed on everything the network sees (`input_key`), not the position alone
         self.cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
-        self._buffer = self.buffers[0]
 
     @property
     def cfg(self) -> SearchConfig:
@@ -210,7 +213,7 @@ class Search:
     def _collect(self, trees: Sequence[Tree], per_tree: int, buffer: np.ndarray) -> list[_Leaf]:
         """Descend each tree up to `per_tree` times; new leaves are encoded into `buffer`."""
         leaves: list[_Leaf] = []
-        self._buffer = buffer
+        self.encoder.begin(buffer)
         for tree in trees:
             want = min(per_tree, tree.target - tree.playouts - tree.inflight)
             misses = 0
@@ -221,6 +224,7 @@ class Search:
                     tree.collisions += 1
                 else:
                     want -= 1
+        self.encoder.finish()
         for leaf in leaves:
             leaf.tree.inflight += 1
         return leaves
@@ -247,10 +251,10 @@ class Search:
                 if not queued:
                     self._backup(tree, path, node, node.terminal)
                 break
-            if node is tree.root and tree.gumbel is not None:
-                i = tree.gumbel.select(node.n, node.w)
+            if node is tree.root:
+                i = tree.gumbel.select(node.n, node.w) if tree.gumbel is not None else self._select_root(node)
             else:
-                i = self._select(node, node is tree.root)
+                i = self._select(tree, node)
             if node.n[i] == 0:
                 node.visited_prior += float(node.prior[i])
             node.n[i] += vl
@@ -293,7 +297,7 @@ class Search:
             self._backup(tree, path, node, value)
             return True
         node.pending = True
-        self.encoder.encode_into(board, self._buffer[len(leaves)], reps)
+        self.encoder.add(board, reps)  # row len(leaves) of the batch; finished once per network call
         leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
         return True
 
@@ -362,10 +366,29 @@ class Search:
         tree.noised = True
 
     # -- selection and backup -------------------------------------------------------------------
-    def _select(self, node: Node, is_root: bool) -> int:
-        """The child to descend into: the PUCT rule (`dlzero.search.select`) with root or tree constants."""
-        params = self._puct_root if is_root else self._puct
-        return puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params)
+    def _select_root(self, node: Node) -> int:
+        """The root's child to descend into: the PUCT rule (`dlzero.search.select`) with root constants
+        over every move (root noise reshapes the priors after expansion, so no prior order is kept)."""
+        return puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
+                           self._puct_root)
+
+    def _select(self, tree: Tree, node: Node) -> int:
+        """A child below the root: the same rule with tree constants, scoring only the moves tried so far
+        and the best untried one while they are few (`puct_select_prefix`), every move once they are not."""
+        order = node.order
+        if order is None:
+            order = node.order = prior_order(node.prior)
+            tree.memory += order_bytes(len(order))
+        width = node.width
+        if width <= PREFIX_SELECT_MAX:
+            i = puct_select_prefix(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
+                                   self._puct, order, width)
+        else:
+            i = puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
+                            self._puct)
+        if width < len(order) and i == order.item(width):
+            node.width = width + 1
+        return i
 
     def _backup(self, tree: Tree, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
         """Add `value` (win rate for the leaf's side to move) up the path, removing virtual loss."""

@@ -28,6 +28,7 @@ import numpy as np
 NODE_BYTES = 200
 EXPANDED_BYTES = 600
 PER_MOVE_BYTES = 44
+ORDER_BYTES = 112
 
 
 def expansion_bytes(k: int) -> int:
@@ -35,11 +36,16 @@ def expansion_bytes(k: int) -> int:
     return EXPANDED_BYTES + PER_MOVE_BYTES * k
 
 
+def order_bytes(k: int) -> int:
+    """Bytes of a node's `order` (int16 per move and an array header)."""
+    return ORDER_BYTES + 2 * k
+
+
 class Node:
     """A position in the tree; expanded once the network (or a rule) has evaluated it."""
 
     __slots__ = ("moves", "labels", "prior", "n", "w", "children", "visits", "value_sum",
-                 "visited_prior", "terminal", "mate_plies", "pending", "nn_value")
+                 "visited_prior", "terminal", "mate_plies", "pending", "nn_value", "order", "width")
 
     def __init__(self) -> None:
         self.moves: np.ndarray | None = None
@@ -55,6 +61,10 @@ class Node:
         self.mate_plies: int | None = None
         self.pending = False       # queued for evaluation in the current batch
         self.nn_value: float | None = None
+        # below the root: moves by prior (select.prior_order), made at the first selection here, and how
+        # many of them were ever chosen (always a prefix of `order`: see select.puct_select_prefix)
+        self.order: np.ndarray | None = None
+        self.width = 0
 
     @property
     def expanded(self) -> bool:
@@ -91,5 +101,7 @@ class Node:
             node = stack.pop()
             nodes += 1
             memory += NODE_BYTES + (expansion_bytes(len(node.moves)) if node.moves is not None else 0)
+            if node.order is not None:
+                memory += order_bytes(len(node.order))
             stack.extend(c for c in node.children if c is not None)
         return nodes, memory
