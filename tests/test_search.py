@@ -200,3 +200,19 @@ def test_prefix_selection_grows_the_same_tree_as_full_selection(evaluator, monke
 
     assert walk(fast.root, full.root, 0) == full.nodes == fast.nodes > 1000
     assert fast.memory == fast.root.size()[1]  # the prior orders are counted in the tree's memory
+
+
+def test_batch_softmax_equals_the_one_row_softmax():
+    from dlzero.search.mcts import batch_softmax_priors, softmax_priors
+
+    rng = np.random.default_rng(1)
+    logits = rng.normal(0.0, 3.0, (12, NUM_LABELS)).astype(np.float32)
+    labels = [rng.choice(NUM_LABELS, size=int(k), replace=False).astype(np.int32)
+              for k in [1, 2, 593, *rng.integers(1, 120, size=9)]]  # one forced move, the most moves
+    for temperature in (1.0, 1.6):
+        batch = batch_softmax_priors(logits, labels, temperature)
+        assert len(batch) == len(labels)
+        for j, prior in enumerate(batch):
+            assert prior.dtype == np.float32 and len(prior) == len(labels[j])
+            np.testing.assert_allclose(prior, softmax_priors(logits[j], labels[j], temperature), rtol=1e-6)
+        assert batch[0].tolist() == [1.0]

@@ -124,6 +124,21 @@ def softmax_priors(logits: np.ndarray, labels: np.ndarray, temperature: float) -
     return x.astype(np.float32)
 
 
+def batch_softmax_priors(logits: np.ndarray, labels: Sequence[np.ndarray], temperature: float) -> list[np.ndarray]:
+    """`softmax_priors` of row j of `logits` at `labels[j]` for every j, in a fixed number of numpy calls
+    (a batch's leaves at once; each list must be non-empty). Equal to the one-row function up to the
+    summation order of the normaliser (float64, then rounded to float32 as there)."""
+    lens = np.fromiter((len(x) for x in labels), dtype=np.int64, count=len(labels))
+    starts = np.zeros(len(labels), dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    x = logits[np.repeat(np.arange(len(labels)), lens), np.concatenate(labels)].astype(np.float64)
+    x /= temperature
+    x -= np.repeat(np.maximum.reduceat(x, starts), lens)
+    np.exp(x, out=x)
+    x /= np.repeat(np.add.reduceat(x, starts), lens)
+    return np.split(x.astype(np.float32), starts[1:])
+
+
 class Search:
     """PUCT search driver: owns the encoder, the batch buffer and the evaluation cache."""
 
@@ -307,9 +322,9 @@ class Search:
         self.stats.eval_seconds += time.perf_counter() - t0
         self.stats.evaluations += len(leaves)
         self.stats.batches += 1
-        temperature = self.cfg.softmax_temperature
+        priors = batch_softmax_priors(logits, [leaf.labels for leaf in leaves], self.cfg.softmax_temperature)
         for j, leaf in enumerate(leaves):
-            prior = softmax_priors(logits[j], leaf.labels, temperature)
+            prior = priors[j]
             value = (float(values[j]) + 1.0) * 0.5
             node = leaf.node
             node.pending = False
