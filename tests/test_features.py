@@ -284,6 +284,28 @@ def test_batch_equals_single_and_buffers_are_reused_cleanly():
         enc.encode_batch(boards, new_batch_buffer(10))
 
 
+def test_rows_added_one_board_at_a_time_keep_their_own_planes():
+    """The search adds a leaf while its board is at that position and then moves the same board on:
+    each row must hold the position it was added at, not the board's state at `finish`."""
+    moves = random_histories(1, seed=35, max_ply=120)[0]
+    board, expected = cshogi.Board(), []
+    enc = Encoder()
+    buf = new_batch_buffer(len(moves))
+    buf.fill(5.0)
+    enc.begin(buf)
+    for k, move in enumerate(moves):
+        board.push(move)
+        assert enc.add(board) == k
+        expected.append(encode_position(board))
+    np.testing.assert_array_equal(enc.finish(), np.stack(expected))
+    with pytest.raises(ValueError, match="no batch begun"):
+        enc.add(board)  # finish closed the batch
+    enc.begin(buf[:1])
+    enc.add(board)
+    with pytest.raises(ValueError, match="full"):
+        enc.add(board)
+
+
 def test_encode_position_returns_fresh_arrays():
     a = encode_position(cshogi.Board())
     b = encode_position(cshogi.Board(MANY_DROPS_SFENS[0]))

@@ -72,11 +72,14 @@ _HAND_POINTS = np.array([1, 1, 1, 1, 1, 5, 5], dtype=np.int32)
 
 # Enemy camp as a mask over squares sq = file*9 + rank: ranks a-c for Black, g-i for White.
 _RANK = np.arange(81) % 9
-# per colour, over the 81 squares plus an 82nd that is never in camp (king_square of a missing king)
-_CAMP_BY_COLOUR = np.zeros((2, 82), dtype=bool)
-_CAMP_BY_COLOUR[0, :81] = _RANK <= 2
-_CAMP_BY_COLOUR[1, :81] = _RANK >= 6
-_DECLARE_TARGET_ARR = np.array(_DECLARE_TARGET, dtype=np.float32)
+# Plain-Python copies for the per-position work: the enemy camp's squares per colour, piece owners and points.
+_CAMP_SQUARES = tuple(tuple(int(sq) for sq in np.nonzero(_RANK <= 2 if c == 0 else _RANK >= 6)[0]) for c in (0, 1))
+_CAMP_SETS = tuple(frozenset(sq) for sq in _CAMP_SQUARES)
+_OWNER_L = tuple(int(x) for x in _OWNER)
+_POINTS_L = tuple(int(x) for x in _POINTS)
+_HAND_POINTS_L = tuple(int(x) for x in _HAND_POINTS)
+_HAND_SCALE_L = tuple(float(x) for x in _HAND_SCALE)
+_ZERO_TAIL = [0.0] * (NUM_PLANES - 89)  # planes 89-99: reserved, and the last-move planes set in `finish`
 
 
 def repetition_count(board: cshogi.Board) -> int:
@@ -88,6 +91,21 @@ def repetition_count(board: cshogi.Board) -> int:
     if board.is_draw(REPETITION_LOOKBACK) == cshogi.NOT_REPETITION:
         return 0
     return min(earlier_occurrences(board, REPETITION_LOOKBACK), 3)
+
+
+def _nyugyoku_values(pieces: list[int], hand: list[int], colour: int, king_sq: int) -> list[float]:
+    """Planes 82-84 (or 86-88) for `colour`: king in the enemy camp; other pieces there /10 (capped at 1);
+    declaration points (in camp or in hand) / that colour's target, capped at 1."""
+    count = points = 0
+    for sq in _CAMP_SQUARES[colour]:
+        code = pieces[sq]
+        if _OWNER_L[code] == colour:
+            count += 1
+            points += _POINTS_L[code]
+    king_in = king_sq in _CAMP_SETS[colour]
+    points += sum(h * p for h, p in zip(hand, _HAND_POINTS_L, strict=True))
+    return [1.0 if king_in else 0.0, min(count - king_in, 10) / 10.0,
+            min(points / _DECLARE_TARGET[colour], 1.0)]
 
 
 def _check_buffer(out: np.ndarray, shape: tuple[int, ...]) -> None:
@@ -103,11 +121,11 @@ def _check_buffer(out: np.ndarray, shape: tuple[int, ...]) -> None:
 class Encoder:
     """Encodes positions into caller-owned buffers, a batch at a time.
 
-    `begin(buffer)`, then `add(board)` per position (cshogi's 62 planes are written at once, while the
-    board is in that position, together with the few numbers the other planes need), then `finish()`
-    fills planes 62-99 of every row in a handful of numpy calls. The search adds each leaf as it
-    reaches it and finishes once per network call, so the small per-position numpy work of the
-    scalar planes is paid once per batch instead of once per leaf.
+    `begin(buffer)`, then `add(board)` per position, then `finish()`. `add` writes cshogi's 62 planes
+    and works out the 38 values of planes 62-99 in plain Python (a few dozen integer operations, while
+    the board is in that position); `finish` broadcasts every row's values over its planes in one numpy
+    call and marks the last moves. The search adds each leaf as it reaches it and finishes once per
+    network call, so the per-plane numpy calls are paid once per batch instead of once per leaf.
 
     One Encoder per thread: it keeps the batch being built.
     """
@@ -115,12 +133,13 @@ class Encoder:
     def __init__(self) -> None:
         self._f2 = np.empty((dl.FEATURES2_NUM, 9, 9), dtype=np.float32)
         self._out: np.ndarray | None = None
-        self._rows: list[tuple] = []
+        self._rows: list[list[float]] = []
+        self._last: list[tuple[int, int, int]] = []  # (row, plane, square) of each last-move mark
 
     def begin(self, out: np.ndarray) -> None:
         """Start a batch in `out` (B, 100, 9, 9) float32, C-contiguous; rows are added from 0."""
         _check_buffer(out, (out.shape[0] if getattr(out, "ndim", 0) == 4 else -1, NUM_PLANES, 9, 9))
-        self._out, self._rows = out, []
+        self._out, self._rows, self._last = out, [], []
 
     def add(self, board: cshogi.Board, repetitions: int | None = None) -> int:
         """Encode `board` as the batch's next row (returned). `repetitions` (0..3) is
@@ -133,64 +152,41 @@ class Encoder:
             raise ValueError("Encoder.add: no batch begun, or the batch buffer is full")
         dl.make_input_features(board, out[row, :62], self._f2)
         us = board.turn
+        them = 1 - us
+        hands = board.pieces_in_hand
+        reps = repetition_count(board) if repetitions is None else repetitions
+        values = [h / scale for h, scale in zip(hands[us], _HAND_SCALE_L, strict=True)]
+        values += [h / scale for h, scale in zip(hands[them], _HAND_SCALE_L, strict=True)]
+        values += [float(self._f2[56, 0, 0]), float(reps >= 1), float(reps >= 2), float(reps >= 3),
+                   float(us == cshogi.WHITE), min((board.move_number - 1) / PROGRESS_PLIES, 1.0)]
+        pieces = board.pieces
+        values += _nyugyoku_values(pieces, hands[us], us, board.king_square(us))
+        values.append(1.0 if board.is_nyugyoku() else 0.0)
+        values += _nyugyoku_values(pieces, hands[them], them, board.king_square(them))
+        values += _ZERO_TAIL
+        self._rows.append(values)
         last = board.peek()
-        to_sq = from_sq = -1
         if last:
+            flip = us == cshogi.WHITE
             to_sq = cshogi.move_to(last)
+            self._last.append((row, PLANE_LAST_TO, 80 - to_sq if flip else to_sq))
             if not cshogi.move_is_drop(last):
                 from_sq = cshogi.move_from(last)
-        reps = repetition_count(board) if repetitions is None else repetitions
-        self._rows.append((us, board.pieces_in_hand, float(self._f2[56, 0, 0]), reps, board.move_number,
-                           board.pieces, board.king_square(cshogi.BLACK), board.king_square(cshogi.WHITE),
-                           board.is_nyugyoku(), to_sq, from_sq))
+                self._last.append((row, PLANE_LAST_FROM, 80 - from_sq if flip else from_sq))
         return row
 
     def finish(self) -> np.ndarray:
         """Fill planes 62-99 of every added row; returns the rows' view of the buffer."""
-        out, rows = self._out, self._rows
-        self._out, self._rows = None, []
+        out, rows, last = self._out, self._rows, self._last
+        self._out, self._rows, self._last = None, [], []
         if out is None:
             raise ValueError("Encoder.finish: no batch begun")
         n = len(rows)
-        if n == 0:
-            return out[:0]
-        (us, hands, check, reps, move_number, pieces, king_b, king_w, nyugyoku, to_sq,
-         from_sq) = map(list, zip(*rows, strict=True))
-        idx = np.arange(n)
-        turn = np.array(us, dtype=np.int64)
-        them = 1 - turn
         rows_out = out[:n]
-        rows_out[:, 62:] = 0.0
-        hand = np.array(hands, dtype=np.float32)  # (n, colour, 7)
-        scalars = np.zeros((n, 38), dtype=np.float32)  # planes 62..99 (90 and 91 stay 0 here)
-        scalars[:, 0:7] = hand[idx, turn] / _HAND_SCALE
-        scalars[:, 7:14] = hand[idx, them] / _HAND_SCALE
-        scalars[:, PLANE_CHECK - 62] = check
-        scalars[:, PLANE_REPETITION - 62:PLANE_REPETITION - 59] = np.array(reps)[:, None] > np.arange(3)
-        scalars[:, PLANE_WHITE - 62] = turn == cshogi.WHITE
-        scalars[:, PLANE_PROGRESS - 62] = np.minimum((np.array(move_number) - 1) / PROGRESS_PLIES, 1.0)
-
-        board = np.array(pieces, dtype=np.int8)  # (n, 81) cshogi piece codes
-        owner = _OWNER[board]
-        points = _POINTS[board].astype(np.int32)
-        kings = np.array([king_b, king_w], dtype=np.int64).T  # (n, colour), 81 when there is none
-        hand_points = hand.astype(np.int32) @ _HAND_POINTS  # (n, colour)
-        for base, colour in ((PLANE_NYUGYOKU_US - 62, turn), (PLANE_NYUGYOKU_THEM - 62, them)):
-            camp = _CAMP_BY_COLOUR[colour]  # (n, 82): the 82nd square is "no king"
-            in_camp = (owner == colour[:, None]) & camp[:, :81]
-            king_in = camp[idx, kings[idx, colour]]
-            scalars[:, base] = king_in
-            scalars[:, base + 1] = np.minimum(in_camp.sum(axis=1) - king_in, 10) / 10.0
-            total = (points * in_camp).sum(axis=1) + hand_points[idx, colour]
-            scalars[:, base + 2] = np.minimum(total / _DECLARE_TARGET_ARR[colour], 1.0)
-        scalars[:, PLANE_NYUGYOKU_US + 3 - 62] = nyugyoku
-        rows_out[:, 62:] = scalars[:, :, None, None]
-
-        for plane, squares in ((PLANE_LAST_TO, to_sq), (PLANE_LAST_FROM, from_sq)):
-            sq = np.array(squares, dtype=np.int64)
-            has = sq >= 0
-            sq = np.where(turn == cshogi.WHITE, 80 - sq, sq)[has]
-            rows_out[idx[has], plane, sq // 9, sq % 9] = 1.0
+        if n:
+            rows_out[:, 62:] = np.array(rows, dtype=np.float32)[:, :, None, None]
+            for row, plane, sq in last:
+                rows_out[row, plane, sq // 9, sq % 9] = 1.0
         return rows_out
 
     def encode_into(self, board: cshogi.Board, out: np.ndarray, repetitions: int | None = None) -> None:
