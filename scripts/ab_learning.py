@@ -40,10 +40,10 @@ import json
 import os
 import platform
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from learning_benchmark import run_loop  # the same directory: run as python scripts/ab_learning.py
 
 ARMS: dict[str, list[str]] = {
     "puct": [],
@@ -86,25 +86,14 @@ def play(root: Path, arm: str, seed: int, minutes: float, cpus: str) -> None:
     if run.exists():
         raise SystemExit(f"{run} exists but did not finish (no ab.json): delete it to run this arm again")
     sets = [*arm_overrides(arm), f"train.seed={seed}"]
-    cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run), "--quiet",
-           *[x for s in sets for x in ("--set", s)]]
+    extra = [x for s in sets for x in ("--set", s)]
     print(f"{dt.datetime.now():%H:%M:%S} {arm} seed {seed}: {minutes:g} min on cpus {cpus or 'all'} "
-          f"({cpu_flags()}): {' '.join(cmd[2:])}", flush=True)
+          f"({cpu_flags()}): dlzero loop --config tiny --run {run} {' '.join(extra)}", flush=True)
     started = dt.datetime.now(dt.timezone.utc)
-    proc = subprocess.Popen(cmd)
-    deadline = time.monotonic() + minutes * 60.0
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(1.0)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    if proc.returncode not in (0, -signal.SIGINT, 130, 1) and time.monotonic() < deadline:
-        raise SystemExit(f"{arm} seed {seed}: the loop failed (exit {proc.returncode}) before the deadline")
+    t0 = time.monotonic()
+    code = run_loop(run, minutes, extra)  # scripts/learning_benchmark.py: the loop until the deadline
+    if code not in (0, -signal.SIGINT, 130, 1) and time.monotonic() - t0 < minutes * 60.0:
+        raise SystemExit(f"{arm} seed {seed}: the loop failed (exit {code}) before the deadline")
     info = {"arm": arm, "seed": seed, "minutes": minutes, "overrides": sets, "cpus": cpus, "cpu": cpu_flags(),
             "started": started.isoformat(), "finished": dt.datetime.now(dt.timezone.utc).isoformat()}
     (run / "ab.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 
-def run_loop(run: Path, minutes: float, extra: list[str]) -> None:
+def run_loop(run: Path, minutes: float, extra: list[str]) -> int | None:
+    """`dlzero loop --config tiny` for `minutes` (SIGINT at the deadline); its exit status."""
     cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run), "--quiet", *extra]
     proc = subprocess.Popen(cmd)
     deadline = time.monotonic() + minutes * 60.0
@@ -42,6 +43,7 @@ def run_loop(run: Path, minutes: float, extra: list[str]) -> None:
                 proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 proc.kill()
+    return proc.poll()
 
 
 def measure(run: Path, out: Path, games: int | None, playouts: int | None, sample: int | None,
