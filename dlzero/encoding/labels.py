@@ -73,7 +73,7 @@ LABEL_BY_MOVE16 = _PADDED.reshape(2, 1 << 15)
 
 def labels_of(moves: np.ndarray, colour: int) -> np.ndarray:
     """Labels (int32) of an array of cshogi move ints (or move16s) played by `colour`."""
-    return LABEL_BY_MOVE16[colour][np.asarray(moves, dtype=np.int64) & 0x7FFF]
+    return LABEL_BY_MOVE16[colour, np.asarray(moves, dtype=np.int64) & 0x7FFF]  # colour may be an array
 
 
 def move_to_label(board: cshogi.Board, move: int) -> int:
