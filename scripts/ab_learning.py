@@ -17,7 +17,9 @@ self-play games themselves are not seeded, so two runs of one arm and seed still
 
 `run` plays `dlzero loop --config tiny` for `--minutes` per arm in ROOT/ARM-sSEED (a finished run has
 ab.json and is skipped when the lane is run again; an unfinished one is an error: delete it and rerun).
-`--cpus` pins the lane (and every process it starts) to those cores.
+`--cpus` pins the lane (and every process it starts) to those cores. `--checkout DIR` runs the loop of
+another checkout of dlzero (an older commit, say, as `git worktree add DIR COMMIT` makes it) with the
+same arm settings; `--label` names such a run's arm (default ARM@COMMIT), and ab.json records the commit.
 
 `rate`: in each finished run, the model that was the run's best at each time mark (the latest promoted
 generation made at or before the mark, minutes since generation 0) plays the anchors `--anchors`
@@ -40,6 +42,7 @@ import json
 import os
 import platform
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -78,8 +81,20 @@ def run_dir(root: Path, arm: str, seed: int) -> Path:
     return root / f"{arm}-s{seed}"
 
 
-def play(root: Path, arm: str, seed: int, minutes: float, cpus: str) -> None:
-    run = run_dir(root, arm, seed)
+def commit_of(checkout: Path) -> str:
+    """The checkout's commit (short hash), or "unknown" outside git."""
+    try:
+        return subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def play(root: Path, arm: str, seed: int, minutes: float, cpus: str, checkout: Path | None = None,
+         label: str = "") -> None:
+    code = commit_of(checkout or Path(__file__).resolve().parents[1])
+    name = label or (f"{arm}@{code}" if checkout else arm)
+    run = run_dir(root, name, seed)
     if (run / "ab.json").is_file():
         print(f"{run}: finished earlier, skipped", flush=True)
         return
@@ -87,15 +102,24 @@ def play(root: Path, arm: str, seed: int, minutes: float, cpus: str) -> None:
         raise SystemExit(f"{run} exists but did not finish (no ab.json): delete it to run this arm again")
     sets = [*arm_overrides(arm), f"train.seed={seed}"]
     extra = [x for s in sets for x in ("--set", s)]
-    print(f"{dt.datetime.now():%H:%M:%S} {arm} seed {seed}: {minutes:g} min on cpus {cpus or 'all'} "
-          f"({cpu_flags()}): dlzero loop --config tiny --run {run} {' '.join(extra)}", flush=True)
+    print(f"{dt.datetime.now():%H:%M:%S} {name} seed {seed}: {minutes:g} min on cpus {cpus or 'all'} "
+          f"({cpu_flags()}), code {code}: dlzero loop --config tiny --run {run} {' '.join(extra)}", flush=True)
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
-    code = run_loop(run, minutes, extra)  # scripts/learning_benchmark.py: the loop until the deadline
-    if code not in (0, -signal.SIGINT, 130, 1) and time.monotonic() - t0 < minutes * 60.0:
-        raise SystemExit(f"{arm} seed {seed}: the loop failed (exit {code}) before the deadline")
-    info = {"arm": arm, "seed": seed, "minutes": minutes, "overrides": sets, "cpus": cpus, "cpu": cpu_flags(),
-            "started": started.isoformat(), "finished": dt.datetime.now(dt.timezone.utc).isoformat()}
+    saved = os.environ.get("PYTHONPATH")
+    if checkout is not None:  # the loop runs in that checkout, and it and its workers import its dlzero
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(checkout.resolve()), *([saved] if saved else [])])
+    try:  # scripts/learning_benchmark.py: the loop until the deadline
+        status = run_loop(run, minutes, extra, cwd=checkout.resolve() if checkout else None)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    if status not in (0, -signal.SIGINT, 130, 1) and time.monotonic() - t0 < minutes * 60.0:
+        raise SystemExit(f"{name} seed {seed}: the loop failed (exit {status}) before the deadline")
+    info = {"arm": name, "seed": seed, "minutes": minutes, "overrides": sets, "cpus": cpus, "cpu": cpu_flags(),
+            "code": code, "started": started.isoformat(), "finished": dt.datetime.now(dt.timezone.utc).isoformat()}
     (run / "ab.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
 
 
@@ -173,7 +197,8 @@ def _fit_all(root: Path, anchors: list[str], playouts: int):
     return fit_ratings(games, pin="random")
 
 
-def report(root: Path, out: Path, marks: list[float], anchors: list[str], playouts: int) -> None:
+def report(root: Path, out: Path, marks: list[float], anchors: list[str], playouts: int,
+           title: str = "A/B learning") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -202,7 +227,9 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str], playou
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out.with_suffix(".csv"), buf.getvalue())
 
-    arms = sorted({r["arm"] for r in rows}, key=lambda a: (list(ARMS).index(a.removesuffix(GATE_OFF)), a))
+    known = list(ARMS)
+    arms = sorted({r["arm"] for r in rows}, key=lambda a: (known.index(a.removesuffix(GATE_OFF))
+                                                           if a.removesuffix(GATE_OFF) in known else len(known), a))
     fig, ax = plt.subplots(figsize=(8, 5))
     print(f"{'arm':<24} {'minutes':>7}  {'mean Elo':>8}   seeds (Elo [95 %])")
     for i, arm in enumerate(arms):
@@ -230,7 +257,7 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str], playou
                         color="grey", va="bottom")
     ax.set_xlabel("minutes of the tiny loop (one core per arm)")
     ax.set_ylabel("Elo (random mover = 0)")
-    ax.set_title(f"A/B learning, anchored (CPU: {', '.join(sorted(cpus))})", fontsize=9)
+    ax.set_title(f"{title}, anchored (CPU: {', '.join(sorted(cpus))})", fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     png = io.BytesIO()
@@ -249,6 +276,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--minutes", type=float, default=30.0)
     p.add_argument("--cpus", default="", help="pin this lane to these cores, e.g. 0 or 0,1 (default: all)")
+    p.add_argument("--checkout", default="", help="run the loop of this checkout of dlzero (default: this one)")
+    p.add_argument("--label", default="", help="the arm's name in the results (default: ARM, or ARM@COMMIT)")
     for name in ("rate", "report"):
         p = sub.add_parser(name)
         p.add_argument("--marks", default="10,20,30", help="minutes since generation 0")
@@ -262,6 +291,7 @@ def main() -> None:
             p.add_argument("--only", default="", help="comma-separated run names (ARM-sSEED) to rate (default: all)")
         else:
             p.add_argument("--out", default="docs/benchmarks/ab-learning")
+            p.add_argument("--title", default="A/B learning", help="the plot's title")
     args = parser.parse_args()
     root = Path(args.root)
     if getattr(args, "cpus", ""):
@@ -270,8 +300,13 @@ def main() -> None:
         for arm in args.arms.split(","):
             arm_overrides(arm)  # every arm name checked before the first one runs
         root.mkdir(parents=True, exist_ok=True)
+        if args.label and "," in args.arms:
+            raise SystemExit("--label names one arm: give one arm with it")
+        checkout = Path(args.checkout) if args.checkout else None
+        if checkout is not None and not (checkout / "dlzero" / "cli.py").is_file():
+            raise SystemExit(f"{checkout} is not a dlzero checkout (no dlzero/cli.py)")
         for arm in args.arms.split(","):
-            play(root, arm, args.seed, args.minutes, args.cpus)
+            play(root, arm, args.seed, args.minutes, args.cpus, checkout, args.label)
         return
     marks = [float(m) for m in args.marks.split(",")]
     anchors = args.anchors.split(",")
@@ -279,7 +314,7 @@ def main() -> None:
         rate_runs(root, marks, anchors, args.games, args.playouts, args.judge, args.threads,
                   [x for x in args.only.split(",") if x])
     else:
-        report(root, Path(args.out), marks, anchors, args.playouts)
+        report(root, Path(args.out), marks, anchors, args.playouts, args.title)
 
 
 if __name__ == "__main__":

@@ -28,10 +28,12 @@ import time
 from pathlib import Path
 
 
-def run_loop(run: Path, minutes: float, extra: list[str]) -> int | None:
-    """`dlzero loop --config tiny` for `minutes` (SIGINT at the deadline); its exit status."""
-    cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run), "--quiet", *extra]
-    proc = subprocess.Popen(cmd)
+def run_loop(run: Path, minutes: float, extra: list[str], cwd: Path | None = None) -> int | None:
+    """`dlzero loop --config tiny` for `minutes` (SIGINT at the deadline); its exit status. `cwd`: the
+    folder it runs in, whose dlzero package `python -m` imports first (another checkout, for a before/after)."""
+    cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run.resolve()), "--quiet",
+           *extra]
+    proc = subprocess.Popen(cmd, cwd=cwd)
     deadline = time.monotonic() + minutes * 60.0
     try:
         while proc.poll() is None and time.monotonic() < deadline:
