@@ -80,6 +80,23 @@ def test_export_and_bench(workdir):
     assert [r["backend"] for r in rows].count("encoder") == 1
 
 
+def test_bench_search_layouts(workdir):
+    """`bench search --layouts`: a row per layout, each with its own pure-inference rate, and the share
+    of the best one; a malformed layout is a one-line error."""
+    proc = dlzero("bench", "search", "--model", "m.pt", "--evaluators", "null,onnx", "--batch", "8",
+                  "--playouts", "64", "--layouts", "1x1,1x2", "--json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    onnx = [r for r in rows if r["evaluator"] == "onnx"]
+    assert sorted((r["layout"], r["trees"]) for r in onnx) == [("1x1", 1), ("1x1", 8), ("1x2", 1), ("1x2", 8)]
+    best = max(r["inference_only_per_s"] for r in onnx)
+    for r in onnx:
+        assert r["sims_per_s"] > 0 and abs(r["vs_best_inference"] - r["sims_per_s"] / best) < 2e-3
+    assert [r["layout"] for r in rows if r["evaluator"] == "null"] == ["1x1", "1x1"]  # no network, one layout
+    line = _one_line_error(dlzero("bench", "search", "--evaluators", "null", "--layouts", "2by1", cwd=workdir))
+    assert "--layouts" in line and "2by1" in line
+
+
 def test_bad_config_key_is_one_line(workdir):
     proc = dlzero("init-model", "--out", "bad.pt", "--set", "model.blockz=3", cwd=workdir)
     line = _one_line_error(proc)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 import zlib
 
 import cshogi
@@ -141,6 +143,42 @@ def test_batched_and_single_leaf_agree():
         assert cshogi.move_to_usi(int(root.moves[best])) == "G*5b"
         fractions[leaves] = root.n[best] / root.n.sum()
     assert abs(fractions[1] - fractions[32]) < 0.1
+
+
+class _SlowOverlapCounting(HashEvaluator):
+    """HashEvaluator taking 4 ms a call, counting how many of its calls overlap (as a CPU network
+    call releases the GIL, so does the sleep)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.inside = self.most = 0
+
+    def _run(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        try:
+            time.sleep(0.004)
+            return super()._run(planes)
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
+@pytest.mark.parametrize("streams", [1, 2, 3])
+def test_eval_streams_keep_that_many_batches_in_flight(streams):
+    """`search.eval_streams` batches are evaluated at once, never more; every playout is backed up
+    exactly once and the search still finds the mate."""
+    ev = _SlowOverlapCounting()
+    tree = Tree(parse_position(MATE1))
+    search = Search(ev, SearchConfig(root_mate_depth=0, leaf_mate_depth=0, eval_streams=streams))
+    search.run([tree], 600, leaves_per_tree=8)
+    search.close()
+    assert ev.most == streams
+    assert tree.playouts == 600 == int(tree.root.n.sum()) + 1  # the first playout evaluates the root
+    assert tree.inflight == 0 and search.stats.evaluations <= 600
+    assert cshogi.move_to_usi(int(tree.root.moves[int(np.argmax(tree.root.n))])) == "G*5b"
 
 
 def test_lockstep_equals_one_at_a_time():

@@ -3,12 +3,16 @@
 For a real evaluator each row also gives `inference_only_per_s`, the pure Evaluator rate at the
 same batch measured in the same run, so `search_vs_inference` = sims/s / inference-only rate is
 the share of the network's speed the search keeps (the rest is Python and cshogi work).
-`algorithms` measures each root search (puct, gumbel) on the same evaluator in the same run.
+`algorithms` measures each root search (puct, gumbel) on the same evaluator in the same run, and
+`layouts` each way of spending the cores on the network: inference threads per call x calls in
+flight (`search.eval_streams`), e.g. 2x1 (one call using two threads) against 1x2 (two one-thread
+calls side by side while the tree thread collects the next batch).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator
 
@@ -31,33 +35,114 @@ def _search_rate(ev: Evaluator, cfg: Config, batch: int, trees: int, playouts: i
     start = time.perf_counter()
     search.run(forest, playouts, leaves_per_tree=per_tree)
     elapsed = time.perf_counter() - start
+    search.close()
     return sum(t.playouts for t in forest) / elapsed
 
 
+def _inference_rate(ev: Evaluator, batch: int, streams: int, seconds: float = 1.0) -> float:
+    """Positions per second of pure network calls at `batch`, `streams` threads calling at once."""
+    if streams == 1:
+        x = encoded_sample(batch)
+        return rate(lambda: (ev.evaluate(x), len(x))[1], seconds)
+    counts = [0] * streams
+    gate = threading.Barrier(streams + 1)
+    stop = threading.Event()
+
+    def caller(i: int) -> None:
+        x = encoded_sample(batch)
+        for _ in range(2):  # warm-up
+            ev.evaluate(x)
+        gate.wait()
+        while not stop.is_set():
+            ev.evaluate(x)
+            counts[i] += len(x)
+
+    threads = [threading.Thread(target=caller, args=(i,), daemon=True) for i in range(streams)]
+    for t in threads:
+        t.start()
+    gate.wait()
+    begin = time.perf_counter()
+    time.sleep(seconds)
+    done = sum(counts)
+    elapsed = time.perf_counter() - begin
+    stop.set()
+    for t in threads:
+        t.join()
+    return done / elapsed
+
+
+def parse_layouts(text: str) -> list[tuple[int, int]]:
+    """"2x1,1x2" -> [(2, 1), (1, 2)]: inference threads x evaluation streams."""
+    out = []
+    for item in (x for x in text.split(",") if x):
+        try:
+            threads, streams = (int(v) for v in item.lower().split("x"))
+        except ValueError:
+            raise ConfigError(f"--layouts: '{item}' is not THREADSxSTREAMS (e.g. 2x1 or 1x2)") from None
+        if threads < 0 or streams < 1:
+            raise ConfigError(f"--layouts: '{item}': threads >= 0 (0: the backend's default), streams >= 1")
+        out.append((threads, streams))
+    return out
+
+
+def _with_layout(cfg: Config, algorithm: str, threads: int, streams: int) -> Config:
+    return dataclasses.replace(cfg, search=dataclasses.replace(cfg.search, algorithm=algorithm, eval_streams=streams),
+                               inference=dataclasses.replace(cfg.inference, threads=threads))
+
+
+def _use_threads(ev: Evaluator, threads: int) -> None:
+    """torch's CPU thread count is process-wide: set it again for the layout being measured."""
+    if ev.backend == "torch" and threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def bench_search(evaluators: list[str], batches: list[int], model_path: str | None, cfg: Config,
-                 playouts: int, many_trees: bool = True, algorithms: list[str] | None = None) -> Iterator[dict]:
-    """Rows: evaluator, algorithm, batch, trees, sims_per_s (+ inference_only_per_s, search_vs_inference)."""
+                 playouts: int, many_trees: bool = True, algorithms: list[str] | None = None,
+                 layouts: list[tuple[int, int]] | None = None) -> Iterator[dict]:
+    """Rows: evaluator, algorithm, batch, trees, layout, sims_per_s (+ inference_only_per_s,
+    search_vs_inference, vs_best_inference).
+
+    A layout is inference threads x evaluation streams (`search.eval_streams` batches in flight at
+    once). `inference_only_per_s` is the pure network rate in the same layout; `vs_best_inference`
+    divides by the best pure rate of all layouts at that batch: the share of what the machine's
+    cores can evaluate that the search keeps.
+    """
     for algorithm in algorithms or []:
         if algorithm not in ("puct", "gumbel"):
             raise ConfigError(f"--algorithms: unknown root search '{algorithm}' (known: puct, gumbel)")
-    for name, algorithm in ((n, a) for n in evaluators for a in algorithms or [cfg.search.algorithm]):
-        run_cfg = dataclasses.replace(cfg, search=dataclasses.replace(cfg.search, algorithm=algorithm))
-        ev = NullEvaluator() if name == "null" else make_evaluator(name, model_path, cfg)
+    algorithms = algorithms or [cfg.search.algorithm]
+    layouts = layouts or [(cfg.inference.threads, cfg.search.eval_streams)]
+    for name in evaluators:
+        mine = [layouts[0]] if name == "null" else layouts
+        evs = {lay: NullEvaluator() if name == "null" else make_evaluator(name, model_path,
+                                                                            _with_layout(cfg, "puct", *lay))
+               for lay in mine}
         for batch in batches:
-            layouts = [(1, playouts)]
+            trees_list = [(1, playouts)]
             if many_trees and batch > 1:
-                layouts.append((batch, max(1, playouts // batch)))
-            inference = None
-            if name != "null":
-                x = encoded_sample(batch)
-                inference = rate(lambda x=x, ev=ev: (ev.evaluate(x), len(x))[1], 1.0)
-            for trees, per_tree_playouts in layouts:
-                sims = _search_rate(ev, run_cfg, batch, trees, per_tree_playouts)
-                row = {"evaluator": name, "algorithm": algorithm, "batch": batch, "trees": trees,
-                       "sims_per_s": round(sims, 1)}
-                if inference is not None:
-                    row["inference_only_per_s"] = round(inference, 1)
-                    row["search_vs_inference"] = round(sims / inference, 3)
+                trees_list.append((batch, max(1, playouts // batch)))
+            rows = []
+            inference: dict[tuple[int, int], float] = {}
+            for lay in mine:
+                ev = evs[lay]
+                _use_threads(ev, lay[0])
+                if name != "null":
+                    inference[lay] = _inference_rate(ev, batch, lay[1])
+                for algorithm in algorithms:
+                    for trees, per_tree_playouts in trees_list:
+                        sims = _search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees, per_tree_playouts)
+                        row = {"evaluator": name, "algorithm": algorithm, "batch": batch, "trees": trees,
+                               "layout": f"{lay[0]}x{lay[1]}", "sims_per_s": round(sims, 1)}
+                        if name != "null":
+                            row["inference_only_per_s"] = round(inference[lay], 1)
+                            row["search_vs_inference"] = round(sims / inference[lay], 3)
+                        rows.append((lay, row))
+            best = max(inference.values(), default=0.0)
+            for _lay, row in rows:
+                if best:
+                    row["vs_best_inference"] = round(row["sims_per_s"] / best, 3)
                 yield row
-        ev.close()
-
+        for ev in evs.values():
+            ev.close()

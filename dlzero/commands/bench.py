@@ -74,6 +74,10 @@ def register(sub) -> None:
     ps.add_argument("--algorithms", type=_names, default=None,
                     help="comma-separated root searches to compare in one run: puct, gumbel "
                          "(default: the config's search.algorithm)")
+    ps.add_argument("--layouts", default=None,
+                    help="comma-separated THREADSxSTREAMS to compare in one run: inference threads per network "
+                         "call x calls in flight (search.eval_streams), e.g. 2x1,1x2 "
+                         "(default: inference.threads x search.eval_streams)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
     _register_alphabeta(bsub)
@@ -148,13 +152,14 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from dlzero.bench.search import bench_search
+    from dlzero.bench.search import bench_search, parse_layouts
 
     cfg = config_from_args(args)
     rows = bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
-                        algorithms=args.algorithms or [cfg.search.algorithm])
-    _print_rows(rows, args.json, ["evaluator", "algorithm", "batch", "trees", "sims_per_s", "inference_only_per_s",
-                                  "search_vs_inference"])
+                        algorithms=args.algorithms or [cfg.search.algorithm],
+                        layouts=parse_layouts(args.layouts) if args.layouts else None)
+    _print_rows(rows, args.json, ["evaluator", "algorithm", "batch", "trees", "layout", "sims_per_s",
+                                  "inference_only_per_s", "search_vs_inference", "vs_best_inference"])
     return 0
 
 

@@ -3,6 +3,8 @@ torch.compile or CUDA graphs)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import torch
 
@@ -64,6 +66,9 @@ class TorchEvaluator(Evaluator):
             optimize = "freeze" if self.device.type == "cpu" else "none"
         self.optimize = optimize
         self._pinned: torch.Tensor | None = None
+        # CUDA calls share one pinned staging buffer (and CUDA graphs their static tensors), so calls
+        # from several search streams take turns; on the CPU they run side by side
+        self._cuda_lock = threading.Lock() if self.device.type == "cuda" else None
         model = model.eval().to(self.device)
         if self.device.type == "cuda":
             model = model.to(self.dtype)  # BN in eval mode is an affine map: safe in half precision
@@ -89,6 +94,12 @@ class TorchEvaluator(Evaluator):
         return self.dtype if self.device.type == "cuda" else torch.float32
 
     def _run(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._cuda_lock is None:
+            return self._forward(planes)
+        with self._cuda_lock:
+            return self._forward(planes)
+
+    def _forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = torch.from_numpy(planes)
         if self.device.type == "cuda":
             # one pinned staging buffer, reused: pinning memory on every call costs more than the copy

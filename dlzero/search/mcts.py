@@ -14,7 +14,7 @@ Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -152,6 +152,7 @@ class Search:
         # keyed on everything the network sees (`input_key`), not the position alone
         self.cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
 
     @property
     def cfg(self) -> SearchConfig:
@@ -172,9 +173,11 @@ class Search:
 
         `leaves_per_tree` (how many leaves each tree adds to one network call) defaults to the
         config's `leaves_per_tree`; it is never divided among the trees (see `split_leaves`).
-        With `pipeline` on, the network evaluates one batch in a helper thread while this thread
-        collects the next, so tree work hides behind inference (leaves of the batch in flight
-        count as collisions until it returns).
+        With `pipeline` on, the network evaluates batches in helper threads while this thread
+        collects the next, so tree work hides behind inference (leaves of a batch in flight count
+        as collisions until it returns). `eval_streams` batches may be in flight at once: on a
+        CPU, several single-threaded network calls side by side use the cores better than one
+        call split over them.
         """
         targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
         for tree, target in zip(trees, targets, strict=True):
@@ -183,26 +186,33 @@ class Search:
             self.start_gumbel(tree)  # a reused root is already expanded; a new one starts in `_expand`
         per_tree = leaves_per_tree or self.cfg.leaves_per_tree
         capacity = len(trees) * per_tree
-        if self.buffers[0].shape[0] < capacity:
-            self.buffers = [new_batch_buffer(capacity) for _ in range(2)]
         # a handoff per batch costs ~0.1 ms: worth it only when batches carry several leaves
         pipelined = self.cfg.pipeline and self.evaluator.backend != "null" and capacity >= 4
+        streams = self.cfg.eval_streams if pipelined else 0
+        # a buffer per batch in flight and one being filled: batches go out and come back in order,
+        # so the next buffer round the ring is always the free one
+        if len(self.buffers) < streams + 1 or self.buffers[0].shape[0] < capacity:
+            size = max(capacity, self.buffers[0].shape[0])
+            self.buffers = [new_batch_buffer(size) for _ in range(max(streams + 1, 2))]
         buffers = self.buffers
         start = time.perf_counter()
         active = [t for t in trees if not t.done]
-        in_flight: tuple[Future, list[_Leaf], float] | None = None
+        in_flight: deque[tuple[Future, list[_Leaf], float]] = deque()
         slot = 0
         while active or in_flight:
             leaves = self._collect(active, per_tree, buffers[slot]) if active else []
-            if in_flight:
-                self._finish(*in_flight)
-                in_flight = None
+            # a full queue (or nothing new to send) waits for its oldest batch; any others already back
+            # are applied too, before the next leaves are chosen
+            if in_flight and (len(in_flight) >= streams or not leaves):
+                self._finish(*in_flight.popleft())
+            while in_flight and in_flight[0][0].done():
+                self._finish(*in_flight.popleft())
             if leaves:
                 batch = buffers[slot][: len(leaves)]
                 t0 = time.perf_counter()
-                if pipelined:
-                    in_flight = (self._executor().submit(self.evaluator.evaluate, batch), leaves, t0)
-                    slot ^= 1
+                if streams:
+                    in_flight.append((self._executor(streams).submit(self.evaluator.evaluate, batch), leaves, t0))
+                    slot = (slot + 1) % (streams + 1)
                 else:
                     self._finish(_Done(self.evaluator.evaluate(batch)), leaves, t0)
             if on_step:
@@ -219,9 +229,13 @@ class Search:
         budget = self.cfg.hash_mb << 20
         return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory >= budget)
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _executor(self, streams: int) -> ThreadPoolExecutor:
+        if self._pool is not None and self._pool_size != streams:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlzero-eval")
+            self._pool = ThreadPoolExecutor(max_workers=streams, thread_name_prefix="dlzero-eval")
+            self._pool_size = streams
         return self._pool
 
     # -- one batch ------------------------------------------------------------------------------
