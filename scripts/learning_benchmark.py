@@ -20,6 +20,7 @@ above those floors it is, in units that mean the same in every run (the alpha-be
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import subprocess
@@ -28,12 +29,18 @@ import time
 from pathlib import Path
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_loop(run: Path, minutes: float, extra: list[str], cwd: Path | None = None) -> int | None:
     """`dlzero loop --config tiny` for `minutes` (SIGINT at the deadline); its exit status. `cwd`: the
     folder it runs in, whose dlzero package `python -m` imports first (another checkout, for a before/after)."""
     cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run.resolve()), "--quiet",
            *extra]
-    proc = subprocess.Popen(cmd, cwd=cwd)
+    # SIGINT back to its default in the child: a script started in the background (`cmd &`) inherits
+    # SIGINT ignored, and Python then never turns it into KeyboardInterrupt, so the loop would not stop
+    proc = subprocess.Popen(cmd, cwd=cwd, preexec_fn=_default_sigint if os.name == "posix" else None)
     deadline = time.monotonic() + minutes * 60.0
     try:
         while proc.poll() is None and time.monotonic() < deadline:
