@@ -4,6 +4,7 @@
     python scripts/ab_learning.py run --cpus 0 --seed 1 --arms puct,gumbel,gumbel-katago --minutes 30
     python scripts/ab_learning.py run --cpus 1 --seed 2 --arms puct,gumbel,gumbel-katago --minutes 30
     python scripts/ab_learning.py rate --marks 10,20,30       # models at the time marks vs the anchors
+    python scripts/ab_learning.py cross --marks 10,20,30      # and against each other, mark by mark
     python scripts/ab_learning.py report --out docs/benchmarks/ab-learning
 
 Arms (`ARMS`; any arm + "-gateoff" also sets `gate.mode: off`):
@@ -26,6 +27,10 @@ generation made at or before the mark, minutes since generation 0) plays the anc
 (default random, alphabeta:100, alphabeta:1000: fixed players, the same in every run) `--games` games
 each at `--playouts`, all arms searching with the same judge (`--judge`, default PUCT: the A/B measures
 the networks the arms made, not their play-time search). Games accumulate in ROOT/ARM-sSEED/rating/.
+
+`cross`: the runs' models at the same time mark play each other (every pair of runs, `--games` per
+pairing, same judge), kept in ROOT/cross/. Anchors alone cannot tell apart models that all beat the
+random mover and all lose to the lowest alpha-beta rung; games between the models can.
 
 `report`: one maximum-likelihood fit over the games of every run (random = 0; models named
 ARM/sSEED/gen-NNNN, anchors shared), written to OUT.csv (arm, seed, minutes, elo, elo_low, elo_high) and
@@ -163,11 +168,65 @@ def rate_runs(root: Path, marks: list[float], anchors: list[str], games: int, pl
             print(f"warning: {line}")
 
 
+def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge: str, threads: int) -> None:
+    """Each pair of runs' models at the same mark play `games` games (topped up, as `rate` does)."""
+    import itertools
+    import zlib
+    from collections import Counter
+
+    from dlzero.data.atomic import atomic_write_text
+    from dlzero.gating.arena import play_match
+    from dlzero.gating.rating import Batch, load_batch_folder, stored_game
+    from dlzero.inference import load_model
+    from dlzero.rundir import RunDir
+
+    runs = [run for run, _info in finished_runs(root)]
+    if len(runs) < 2:
+        raise SystemExit(f"cross needs two finished runs under {root}")
+    at = {run.name: generations_at_marks(run, marks, RunDir.open(run).config().gate.mode) for run in runs}
+    pairs = sorted({(f"{a.name}/gen-{at[a.name][m]:04d}", f"{b.name}/gen-{at[b.name][m]:04d}")
+                    for m in marks for a, b in itertools.combinations(runs, 2)})
+    cfg = RunDir.open(runs[0]).config()
+    cfg.search.algorithm = judge
+    cfg.inference.threads = threads
+    settings = {"playouts": playouts, "judge": judge}
+    folder = root / "cross"
+    folder.mkdir(exist_ok=True)
+    have: Counter[tuple[str, str]] = Counter()
+    for _, batch in load_batch_folder(folder)[0]:
+        if batch.settings == settings:
+            have[tuple(sorted(batch.players))] += len(batch.games)
+    for a, b in pairs:
+        start = have[tuple(sorted((a, b)))]
+        if start >= games:
+            continue
+        print(f"{dt.datetime.now():%H:%M:%S} {a} vs {b}: {games - start} games", flush=True)
+        path = folder / f"{a}--{b}--{start:05d}.json".replace("/", "_")
+        batch = Batch((a, b), settings)
+
+        def on_game(game, result, a=a, b=b, batch=batch, path=path) -> None:
+            batch.games.append(stored_game(game, a, b))
+            atomic_write_text(path, batch.to_json())
+
+        sides = [load_model(root / name.split("/")[0] / "models" / f"{name.split('/')[1]}.pt", cfg.inference)
+                 for name in (a, b)]
+        seed = zlib.crc32(f"{a}|{b}".encode())
+        try:
+            result = play_match(sides[0], sides[1], games - start, cfg, playouts=playouts,
+                                parallel=min(games - start, cfg.rate.parallel), seed=seed, opening_offset=start // 2,
+                                names=(a, b), on_game=on_game)
+        finally:
+            for side in sides:
+                side.close()
+        print(f"  {a} +{result.wins} ={result.draws} -{result.losses} {b}", flush=True)
+
+
 def _fit_all(root: Path, anchors: list[str], playouts: int):
-    """One fit over every run's stored games at `playouts`; models renamed ARM/sSEED/gen-NNNN."""
+    """One fit over every run's stored games at `playouts`, and the games between runs (ROOT/cross);
+    models renamed ARM/sSEED/gen-NNNN."""
     from dlzero.gating.anchors import model_generation
     from dlzero.gating.elo_fit import GameResult, fit_ratings
-    from dlzero.gating.rating import load_batches
+    from dlzero.gating.rating import load_batch_folder, load_batches
     from dlzero.rundir import RunDir
 
     games, seen_anchor_pairs = [], set()
@@ -194,6 +253,14 @@ def _fit_all(root: Path, anchors: list[str], playouts: int):
             for g in batch.games:
                 score = 0.5 if g.get("winner") is None else (1.0 if g["winner"] == "black" else 0.0)
                 games.append(GameResult(name(g["black"]), name(g["white"]), score))
+    batches, problems = load_batch_folder(root / "cross")
+    for p in problems:
+        print(f"warning: {p}")
+    for _, batch in batches:  # players are already named RUN/gen-NNNN
+        if batch.settings.get("playouts") == playouts:
+            for g in batch.games:
+                score = 0.5 if g.get("winner") is None else (1.0 if g["winner"] == "black" else 0.0)
+                games.append(GameResult(g["black"], g["white"], score))
     return fit_ratings(games, pin="random")
 
 
@@ -278,16 +345,17 @@ def main() -> None:
     p.add_argument("--cpus", default="", help="pin this lane to these cores, e.g. 0 or 0,1 (default: all)")
     p.add_argument("--checkout", default="", help="run the loop of this checkout of dlzero (default: this one)")
     p.add_argument("--label", default="", help="the arm's name in the results (default: ARM, or ARM@COMMIT)")
-    for name in ("rate", "report"):
+    for name in ("rate", "cross", "report"):
         p = sub.add_parser(name)
         p.add_argument("--marks", default="10,20,30", help="minutes since generation 0")
         p.add_argument("--anchors", default=ANCHORS)
         p.add_argument("--playouts", type=int, default=32, help="playouts per move of the rated models")
-        if name == "rate":
-            p.add_argument("--games", type=int, default=10, help="games per model and anchor (even)")
+        if name in ("rate", "cross"):
+            p.add_argument("--games", type=int, default=10, help="games per pairing (even)")
             p.add_argument("--judge", default="puct", choices=("puct", "gumbel"), help="search of the rated models")
             p.add_argument("--threads", type=int, default=1)
             p.add_argument("--cpus", default="")
+        if name == "rate":
             p.add_argument("--only", default="", help="comma-separated run names (ARM-sSEED) to rate (default: all)")
         else:
             p.add_argument("--out", default="docs/benchmarks/ab-learning")
@@ -313,6 +381,8 @@ def main() -> None:
     if args.cmd == "rate":
         rate_runs(root, marks, anchors, args.games, args.playouts, args.judge, args.threads,
                   [x for x in args.only.split(",") if x])
+    elif args.cmd == "cross":
+        cross_games(root, marks, args.games, args.playouts, args.judge, args.threads)
     else:
         report(root, Path(args.out), marks, anchors, args.playouts, args.title)
 

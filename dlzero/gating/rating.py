@@ -106,9 +106,14 @@ def _check_batch(data: Any) -> Batch:
 
 
 def load_batches(rd: RunDir) -> tuple[list[tuple[Path, Batch]], list[str]]:
-    """Every readable batch file (sorted by name) and one problem line per unreadable one."""
+    """Every readable batch file of the run (sorted by name) and one problem line per unreadable one."""
+    return load_batch_folder(rating_dir(rd))
+
+
+def load_batch_folder(folder: Path) -> tuple[list[tuple[Path, Batch]], list[str]]:
+    """Every readable batch file in `folder` (sorted by name; a run's rating/ or games kept elsewhere,
+    such as an A/B's games between runs) and one problem line per unreadable one."""
     out, problems = [], []
-    folder = rating_dir(rd)
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             out.append((path, _check_batch(json.loads(path.read_text(encoding="utf-8")))))
@@ -271,7 +276,8 @@ def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int
     return path
 
 
-def _stored(game: GameRecord, a: str, b: str) -> dict[str, Any]:
+def stored_game(game: GameRecord, a: str, b: str) -> dict[str, Any]:
+    """A finished match game as a batch file keeps it (`a` and `b`: the players' names)."""
     winner = None if game.winner is None else ("black" if game.winner == cshogi.BLACK else "white")
     return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
             "winner": winner, "reason": game.reason, "plies": len(game.moves), "start_sfen": game.start_sfen,
@@ -339,7 +345,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
             bar.set_postfix_str(f"{a} vs {b}")
 
             def on_game(game: GameRecord, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
-                batch.games.append(_stored(game, a, b))
+                batch.games.append(stored_game(game, a, b))
                 batch.games.sort(key=lambda g: g["game"])  # in match order, whatever order they ended in
                 atomic_write_text(path, batch.to_json())
                 bar.update(1)
