@@ -161,6 +161,7 @@ def rate_runs(root: Path, marks: list[float], anchors: list[str], games: int, pl
         cfg.rate.anchors, cfg.rate.games, cfg.rate.playouts = anchors, games, playouts
         cfg.search.algorithm = judge
         cfg.inference.threads = threads
+        cfg.inference.precision = "auto"  # the judge plays every arm's networks at full precision
         gens = sorted(set(at.values()))
         print(f"{dt.datetime.now():%H:%M:%S} {run.name}: rating generations {gens} (marks {at})", flush=True)
         report = rate(rd, cfg, gens, progress=False)
@@ -189,6 +190,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
     cfg = RunDir.open(runs[0]).config()
     cfg.search.algorithm = judge
     cfg.inference.threads = threads
+    cfg.inference.precision = "auto"
     settings = {"playouts": playouts, "judge": judge}
     folder = root / "cross"
     folder.mkdir(exist_ok=True)
