@@ -227,7 +227,7 @@ def _fit_all(root: Path, anchors: list[str], playouts: int):
     """One fit over every run's stored games at `playouts`, and the games between runs (ROOT/cross);
     models renamed ARM/sSEED/gen-NNNN."""
     from dlzero.gating.anchors import model_generation
-    from dlzero.gating.elo_fit import GameResult, fit_ratings
+    from dlzero.gating.elo_fit import fit_ratings
     from dlzero.gating.rating import load_batch_folder, load_batches
     from dlzero.rundir import RunDir
 
@@ -252,18 +252,22 @@ def _fit_all(root: Path, anchors: list[str], playouts: int):
             def name(p: str, run=run) -> str:
                 return f"{run.name}/{p}" if model_generation(p) is not None else p
 
-            for g in batch.games:
-                score = 0.5 if g.get("winner") is None else (1.0 if g["winner"] == "black" else 0.0)
-                games.append(GameResult(name(g["black"]), name(g["white"]), score))
+            games += [_result(g, name) for g in batch.games]
     batches, problems = load_batch_folder(root / "cross")
     for p in problems:
         print(f"warning: {p}")
     for _, batch in batches:  # players are already named RUN/gen-NNNN
         if batch.settings.get("playouts") == playouts:
-            for g in batch.games:
-                score = 0.5 if g.get("winner") is None else (1.0 if g["winner"] == "black" else 0.0)
-                games.append(GameResult(g["black"], g["white"], score))
+            games += [_result(g, str) for g in batch.games]
     return fit_ratings(games, pin="random")
+
+
+def _result(game: dict, name):
+    """A stored game as the fit takes it, its players renamed by `name`."""
+    from dlzero.gating.elo_fit import GameResult
+
+    score = 0.5 if game.get("winner") is None else (1.0 if game["winner"] == "black" else 0.0)
+    return GameResult(name(game["black"]), name(game["white"]), score)
 
 
 def report(root: Path, out: Path, marks: list[float], anchors: list[str], playouts: int,
