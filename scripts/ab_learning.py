@@ -176,6 +176,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
     from collections import Counter
 
     from dlzero.data.atomic import atomic_write_text
+    from dlzero.gating.anchors import model_generation
     from dlzero.gating.arena import play_match
     from dlzero.gating.rating import Batch, load_batch_folder, stored_game
     from dlzero.inference import load_model
@@ -210,8 +211,8 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
             batch.games.append(stored_game(game, a, b))
             atomic_write_text(path, batch.to_json())
 
-        sides = [load_model(root / name.split("/")[0] / "models" / f"{name.split('/')[1]}.pt", cfg.inference)
-                 for name in (a, b)]
+        sides = [load_model(RunDir.open(root / run).model_path(model_generation(gen)), cfg.inference)
+                 for run, gen in (name.split("/") for name in (a, b))]
         seed = zlib.crc32(f"{a}|{b}".encode())
         try:
             result = play_match(sides[0], sides[1], games - start, cfg, playouts=playouts,

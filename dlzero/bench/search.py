@@ -138,9 +138,9 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
                         if name != "null":
                             row["inference_only_per_s"] = round(inference[lay], 1)
                             row["search_vs_inference"] = round(sims / inference[lay], 3)
-                        rows.append((lay, row))
+                        rows.append(row)
             best = max(inference.values(), default=0.0)
-            for _lay, row in rows:
+            for row in rows:
                 if best:
                     row["vs_best_inference"] = round(row["sims_per_s"] / best, 3)
                 yield row
