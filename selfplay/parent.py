@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import secrets
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -276,7 +278,15 @@ def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, p
         reader, writer = ctx.Pipe(duplex=False)
         p = ctx.Process(target=play_worker, name=f"selfplay-w{w}",
                         args=(str(rd.root), config_to_dict(cfg), w, n, PipeReporter(writer), wseed, address, session))
-        p.start()
+        # the child starts with SIGINT ignored (inherited through exec) until play_worker installs its own
+        # handler: a Ctrl-C during its imports would otherwise print a KeyboardInterrupt traceback
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            p.start()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         writer.close()  # the worker holds the only write end, so its death reads as end-of-file
         procs[w].append(p)
         return p, reader
