@@ -224,6 +224,47 @@ def test_entering_king_planes(sfen, us, them):
     assert not planes[89].any()
 
 
+def _oracle_entering_king(sfen: str) -> tuple[list[float], list[float]]:
+    """Planes 82-84 and 86-88 worked out square by square on python-shogi's board: king in the enemy
+    camp, other pieces there /10 (capped), declaration points (5 per rook/bishop, promoted or not,
+    1 per other piece, in the camp or in hand) / the target (28 Black, 27 White), capped."""
+    board = shogi.Board(sfen)
+    big = {shogi.BISHOP, shogi.ROOK, shogi.PROM_BISHOP, shogi.PROM_ROOK}
+    figures = []
+    for colour in (board.turn, board.turn ^ 1):
+        king = count = points = 0
+        for ps in range(81):
+            piece = board.piece_at(ps)
+            in_camp = ps // 9 <= 2 if colour == shogi.BLACK else ps // 9 >= 6
+            if piece is None or piece.color != colour or not in_camp:
+                continue
+            if piece.piece_type == shogi.KING:
+                king = 1
+            else:
+                count += 1
+                points += 5 if piece.piece_type in big else 1
+        points += sum((5 if t in big else 1) * k for t, k in board.pieces_in_hand[colour].items())
+        target = 28 if colour == shogi.BLACK else 27
+        figures.append([float(king), min(count, 10) / 10, min(points / target, 1.0)])
+    return figures[0], figures[1]
+
+
+def test_entering_king_planes_against_python_shogi_in_one_batch():
+    """Planes 82-88 are worked out for a whole batch at once from the piece planes: every row of a
+    batch mixing sides to move must match the square-by-square count on python-shogi's board."""
+    sfens = [s for s, _, _ in NYUGYOKU_CASES] + random_sfens(120, seed=21, max_ply=220) + MANY_DROPS_SFENS
+    boards = [cshogi.Board(s) for s in sfens]
+    assert {b.turn for b in boards} == {cshogi.BLACK, cshogi.WHITE}
+    planes = Encoder().encode_batch(boards, new_batch_buffer(len(boards)))
+    seen_pieces_in_camp = 0
+    for sfen, row in zip(sfens, planes, strict=True):
+        us, them = _oracle_entering_king(sfen)
+        np.testing.assert_allclose(row[82:85, 0, 0], us, rtol=1e-6, err_msg=sfen)
+        np.testing.assert_allclose(row[86:89, 0, 0], them, rtol=1e-6, err_msg=sfen)
+        seen_pieces_in_camp += us[1] > 0
+    assert seen_pieces_in_camp >= 20  # the random games do bring pieces into the camps
+
+
 def test_last_move_planes():
     board = cshogi.Board()
     assert not encode_position(board)[90:92].any()  # no history

@@ -212,16 +212,24 @@ class _HashedPriors(Evaluator):
 
 
 @pytest.mark.parametrize("evaluator", [NullEvaluator, _HashedPriors])
-def test_prefix_selection_grows_the_same_tree_as_full_selection(evaluator, monkeypatch):
-    """The search with `puct_select_prefix` below the root and with the full rule everywhere (the prefix
-    path switched off) build identical trees: every node's visits, values and move order."""
+@pytest.mark.parametrize("noise", [False, True])
+def test_prefix_selection_grows_the_same_tree_as_full_selection(evaluator, noise, monkeypatch):
+    """The search with `puct_select_prefix` (root included) and with the full rule everywhere (the prefix
+    path switched off) build identical trees: every node's visits, values and move order. The second
+    search runs on a reused root, whose visits need not follow its move order, with fresh root noise
+    (which reorders the root's moves) when `noise`."""
     import dlzero.search.mcts as mcts
 
     def grow(prefix_max: int) -> Tree:
         monkeypatch.setattr(mcts, "PREFIX_SELECT_MAX", prefix_max)
-        tree = Tree(parse_position("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c"))
-        Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0)).run([tree], 1500,
-                                                                                   leaves_per_tree=8)
+        tree = Tree(parse_position("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c"), noise=noise)
+        search = Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0),
+                        rng=np.random.default_rng(5))
+        search.run([tree], 1500, leaves_per_tree=8)
+        tree.advance(int(tree.root.moves[np.argmax(tree.root.n)]))
+        assert tree.root.expanded and tree.root.visits > 20
+        search.add_root_noise(tree)
+        search.run([tree], 1200, leaves_per_tree=8)
         return tree
 
     fast, full = grow(12), grow(-1)

@@ -60,26 +60,23 @@ PROGRESS_PLIES = 512.0
 _HAND_SCALE = np.array([18, 4, 4, 4, 4, 2, 2], dtype=np.float32)  # P L N S G B R (hand order)
 _DECLARE_TARGET = (28, 27)  # points Black / White need to declare
 
-# Per cshogi piece code (0..31): owner (0 black, 1 white, -1 none), declaration points, is king.
-_OWNER = np.full(32, -1, dtype=np.int8)
-_POINTS = np.zeros(32, dtype=np.int8)
-for _code in range(1, 15):
-    for _colour, _offset in ((0, 0), (1, 16)):
-        _OWNER[_code + _offset] = _colour
-        _POINTS[_code + _offset] = 0 if _code == cshogi.KING else (
-            5 if _code in (cshogi.BISHOP, cshogi.ROOK, cshogi.PROM_BISHOP, cshogi.PROM_ROOK) else 1)
-_HAND_POINTS = np.array([1, 1, 1, 1, 1, 5, 5], dtype=np.int32)
-
-# Enemy camp as a mask over squares sq = file*9 + rank: ranks a-c for Black, g-i for White.
-_RANK = np.arange(81) % 9
-# Plain-Python copies for the per-position work: the enemy camp's squares per colour, piece owners and points.
-_CAMP_SQUARES = tuple(tuple(int(sq) for sq in np.nonzero(_RANK <= 2 if c == 0 else _RANK >= 6)[0]) for c in (0, 1))
-_CAMP_SETS = tuple(frozenset(sq) for sq in _CAMP_SQUARES)
-_OWNER_L = tuple(int(x) for x in _OWNER)
-_POINTS_L = tuple(int(x) for x in _POINTS)
-_HAND_POINTS_L = tuple(int(x) for x in _HAND_POINTS)
-_HAND_SCALE_L = tuple(float(x) for x in _HAND_SCALE)
-_ZERO_TAIL = [0.0] * (NUM_PLANES - 89)  # planes 89-99: reserved, and the last-move planes set in `finish`
+# Planes 0-13 (and 31-44 for the opponent) are the piece types P L N S B R G K +P +L +N +S +B +R:
+# declaration points per type (5 for rooks and bishops, promoted or not, 0 for the king, 1 otherwise),
+# whether a type counts as a piece in the camp (all but the king), and the king's plane.
+_TYPE_POINTS = np.array([1, 1, 1, 1, 5, 5, 1, 0, 1, 1, 1, 1, 5, 5], dtype=np.float32)
+_TYPE_COUNTS = np.array([1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1], dtype=np.float32)
+_KING_TYPE = 7
+_HAND_POINTS = np.array([1, 1, 1, 1, 1, 5, 5], dtype=np.float32)  # P L N S G B R (hand order)
+# Every plane is seen from the side to move (rotated for White), so the side to move's enemy camp is
+# always ranks 0-2 of its planes and the opponent's enemy camp ranks 6-8 (masks over sq = file*9 + rank).
+_CAMP_US = (np.arange(81) % 9 <= 2).astype(np.float32)
+_CAMP_THEM = (np.arange(81) % 9 >= 6).astype(np.float32)
+# (piece counts per type) @ _FIGURES = (king, other pieces, their declaration points)
+_FIGURES = np.stack([np.eye(14, dtype=np.float32)[_KING_TYPE], _TYPE_COUNTS, _TYPE_POINTS], axis=1)
+# The planes `Encoder.add` reads off the board, in the order of its list of values (planes 82-84, 86-88
+# and 90-91 are worked out in `finish`, the rest are reserved and stay zero).
+_ROW_PLANES = np.array([*range(62, 82), 85])
+_HAND_SCALE_ROW = np.concatenate([_HAND_SCALE, _HAND_SCALE, np.ones(len(_ROW_PLANES) - 14, dtype=np.float32)])
 
 
 def repetition_count(board: cshogi.Board) -> int:
@@ -93,19 +90,11 @@ def repetition_count(board: cshogi.Board) -> int:
     return min(earlier_occurrences(board, REPETITION_LOOKBACK), 3)
 
 
-def _nyugyoku_values(pieces: list[int], hand: list[int], colour: int, king_sq: int) -> list[float]:
-    """Planes 82-84 (or 86-88) for `colour`: king in the enemy camp; other pieces there /10 (capped at 1);
-    declaration points (in camp or in hand) / that colour's target, capped at 1."""
-    count = points = 0
-    for sq in _CAMP_SQUARES[colour]:
-        code = pieces[sq]
-        if _OWNER_L[code] == colour:
-            count += 1
-            points += _POINTS_L[code]
-    king_in = king_sq in _CAMP_SETS[colour]
-    points += sum(h * p for h, p in zip(hand, _HAND_POINTS_L, strict=True))
-    return [1.0 if king_in else 0.0, min(count - king_in, 10) / 10.0,
-            min(points / _DECLARE_TARGET[colour], 1.0)]
+def _camp_figures(pieces: np.ndarray, camp: np.ndarray) -> np.ndarray:
+    """(B, 3): king in the camp, other pieces in the camp, their declaration points, per row, from one
+    side's 14 piece planes (B, 14, 9, 9) and the mask of its enemy camp (81,). Two matrix products:
+    a strided sum over the camp's ranks costs ten times more."""
+    return (pieces.reshape(len(pieces), 14, 81) @ camp) @ _FIGURES
 
 
 def _check_buffer(out: np.ndarray, shape: tuple[int, ...]) -> None:
@@ -122,10 +111,12 @@ class Encoder:
     """Encodes positions into caller-owned buffers, a batch at a time.
 
     `begin(buffer)`, then `add(board)` per position, then `finish()`. `add` writes cshogi's 62 planes
-    and works out the 38 values of planes 62-99 in plain Python (a few dozen integer operations, while
-    the board is in that position); `finish` broadcasts every row's values over its planes in one numpy
-    call and marks the last moves. The search adds each leaf as it reaches it and finishes once per
-    network call, so the per-plane numpy calls are paid once per batch instead of once per leaf.
+    and reads what only the board knows (hands, check, repetitions, ply, last move) while the board is in
+    that position; `finish` works out the entering-king planes of every row at once from the piece
+    planes already written (a camp is a band of ranks in the side to move's frame), broadcasts every
+    row's values over its planes in one numpy call and marks the last moves. The search adds each leaf
+    as it reaches it and finishes once per network call, so the numpy calls are paid once per batch
+    instead of once per leaf, and no per-square loop runs in Python.
 
     One Encoder per thread: it keeps the batch being built.
     """
@@ -155,15 +146,10 @@ class Encoder:
         them = 1 - us
         hands = board.pieces_in_hand
         reps = repetition_count(board) if repetitions is None else repetitions
-        values = [h / scale for h, scale in zip(hands[us], _HAND_SCALE_L, strict=True)]
-        values += [h / scale for h, scale in zip(hands[them], _HAND_SCALE_L, strict=True)]
-        values += [float(self._f2[56, 0, 0]), float(reps >= 1), float(reps >= 2), float(reps >= 3),
-                   float(us == cshogi.WHITE), min((board.move_number - 1) / PROGRESS_PLIES, 1.0)]
-        pieces = board.pieces
-        values += _nyugyoku_values(pieces, hands[us], us, board.king_square(us))
-        values.append(1.0 if board.is_nyugyoku() else 0.0)
-        values += _nyugyoku_values(pieces, hands[them], them, board.king_square(them))
-        values += _ZERO_TAIL
+        # `_ROW_PLANES`: hand counts (scaled in `finish`), planes 76-81 and 85
+        values = [*hands[us], *hands[them], float(self._f2[56, 0, 0]), float(reps >= 1), float(reps >= 2),
+                  float(reps >= 3), float(us == cshogi.WHITE), min((board.move_number - 1) / PROGRESS_PLIES, 1.0),
+                  1.0 if board.is_nyugyoku() else 0.0]
         self._rows.append(values)
         last = board.peek()
         if last:
@@ -184,7 +170,22 @@ class Encoder:
         n = len(rows)
         rows_out = out[:n]
         if n:
-            rows_out[:, 62:] = np.array(rows, dtype=np.float32)[:, :, None, None]
+            read = np.array(rows, dtype=np.float32)
+            hand_points = read[:, :7] @ _HAND_POINTS, read[:, 7:14] @ _HAND_POINTS  # still counts here
+            read /= _HAND_SCALE_ROW
+            values = np.zeros((n, NUM_PLANES - 62), dtype=np.float32)
+            values[:, _ROW_PLANES - 62] = read
+            white = read[:, PLANE_WHITE - 62] > 0
+            black_target, white_target = _DECLARE_TARGET
+            targets = np.where(white, white_target, black_target), np.where(white, black_target, white_target)
+            for side, (first, planes, camp) in enumerate(((PLANE_NYUGYOKU_US, rows_out[:, 0:14], _CAMP_US),
+                                                          (PLANE_NYUGYOKU_THEM, rows_out[:, 31:45], _CAMP_THEM))):
+                king_in, count, points = _camp_figures(planes, camp).T
+                col = first - 62
+                values[:, col] = king_in
+                values[:, col + 1] = np.minimum(count, 10.0) / 10.0
+                values[:, col + 2] = np.minimum((points + hand_points[side]) / targets[side], 1.0)
+            rows_out[:, 62:] = values[:, :, None, None]
             for row, plane, sq in last:
                 rows_out[row, plane, sq // 9, sq % 9] = 1.0
         return rows_out

@@ -320,9 +320,10 @@ class Search:
                     self._backup(tree, path, node, node.terminal)
                 break
             if node is tree.root:
-                i = tree.gumbel.select(node.n, node.w) if tree.gumbel is not None else self._select_root(node)
+                i = tree.gumbel.select(node.n, node.w) if tree.gumbel is not None else self._select(
+                    tree, node, self._puct_root)
             else:
-                i = self._select(tree, node)
+                i = self._select(tree, node, self._puct)
             if node.n[i] == 0:
                 node.visited_prior += float(node.prior[i])
             node.n[i] += vl
@@ -431,29 +432,33 @@ class Search:
         eps = self.cfg.dirichlet_epsilon
         tree.clean_prior = root.prior
         root.prior = ((1.0 - eps) * root.prior + eps * noise).astype(np.float32)
+        if root.order is not None:  # ordered by the old priors: `_select` orders the new ones
+            tree.memory -= order_bytes(len(root.order))
+            root.order = None
         tree.noised = True
 
     # -- selection and backup -------------------------------------------------------------------
-    def _select_root(self, node: Node) -> int:
-        """The root's child to descend into: the PUCT rule (`dlzero.search.select`) with root constants
-        over every move (root noise reshapes the priors after expansion, so no prior order is kept)."""
-        return puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
-                           self._puct_root)
+    def _select(self, tree: Tree, node: Node, params: PuctParams) -> int:
+        """The child to descend into by the PUCT rule (`dlzero.search.select`; the root has its own
+        constants): scoring only the moves tried so far and the best untried one while they are few
+        (`puct_select_prefix`), every move once they are not.
 
-    def _select(self, tree: Tree, node: Node) -> int:
-        """A child below the root: the same rule with tree constants, scoring only the moves tried so far
-        and the best untried one while they are few (`puct_select_prefix`), every move once they are not."""
+        The moves by prior (`node.order`) are worked out at a node's first selection, or again once
+        root noise has reshaped its priors; `node.width` then covers every move visited so far (a reused
+        root's visits need not be a prefix of its new order, so its width reaches its last visited move).
+        """
         order = node.order
         if order is None:
             order = node.order = prior_order(node.prior)
             tree.memory += order_bytes(len(order))
+            visited = np.flatnonzero(node.n)
+            node.width = int(np.flatnonzero(np.isin(order, visited))[-1]) + 1 if len(visited) else 0
         width = node.width
         if width <= PREFIX_SELECT_MAX:
             i = puct_select_prefix(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
-                                   self._puct, order, width)
+                                   params, order, width)
         else:
-            i = puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
-                            self._puct)
+            i = puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params)
         if width < len(order) and i == order.item(width):
             node.width = width + 1
         return i

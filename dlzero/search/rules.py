@@ -11,6 +11,8 @@ search.
 
 from __future__ import annotations
 
+import functools
+
 import cshogi
 
 from dlzero.config import SearchConfig
@@ -22,9 +24,15 @@ __all__ = ["REPETITION_PLIES", "find_mate", "leaf_proof", "leaf_result", "leaf_r
 def leaf_rules(cfg: SearchConfig) -> GameRules:
     """The rules at a search leaf: a line ends at its first repetition (playing on into a cycle
     gains nothing), and the search's own move cap, declaration rule and draw values apply."""
-    return GameRules(repetitions=1, superior_repetition=True, max_moves=cfg.max_moves,
-                     declaration=cfg.entering_king_rule, draw_value_black=cfg.draw_value_black,
-                     draw_value_white=cfg.draw_value_white)
+    return _leaf_rules(cfg.max_moves, cfg.entering_king_rule, cfg.draw_value_black, cfg.draw_value_white)
+
+
+@functools.lru_cache(maxsize=64)
+def _leaf_rules(max_moves: int, declaration: str, draw_value_black: float, draw_value_white: float) -> GameRules:
+    """One GameRules per distinct setting: every new leaf asks, and building (and validating) the frozen
+    dataclass each time cost as much as the game-end checks themselves."""
+    return GameRules(repetitions=1, superior_repetition=True, max_moves=max_moves, declaration=declaration,
+                     draw_value_black=draw_value_black, draw_value_white=draw_value_white)
 
 
 def leaf_proof(board: cshogi.Board, cfg: SearchConfig, n_legal: int) -> tuple[float, int | None] | None:

@@ -49,7 +49,9 @@ def puct_scores(prior: np.ndarray, n: np.ndarray, w: np.ndarray, parent_visits: 
     c = exploration_constant(parent_visits, params)
     sqrt_total = math.sqrt(parent_visits) if parent_visits > 0 else 1.0
     fpu = first_play_urgency(parent_visits, parent_value_sum, visited_prior, params)
-    q = np.divide(w, n, out=np.full(n.shape, fpu), where=n > 0)
+    q = np.empty_like(n, dtype=np.float64)  # (np.full is a Python wrapper: a third of this function's time)
+    q.fill(fpu)
+    np.divide(w, n, out=q, where=n > 0)
     u = np.multiply(prior, c * sqrt_total, dtype=np.float64)  # in float64 whatever the priors' dtype
     u /= 1.0 + n
     q += u
