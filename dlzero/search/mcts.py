@@ -108,8 +108,10 @@ class Tree:
         self.nodes, self.memory = self.root.size()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Leaf:
+    """A leaf queued for the network: where it hangs, and what its expansion needs."""
+
     tree: Tree
     path: list[tuple[Node, int]]
     node: Node
