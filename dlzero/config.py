@@ -150,6 +150,8 @@ class InferenceConfig:
     precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16", "int8"),
                             "auto: fp16 on CUDA, fp32 on CPU; int8: a calibrated quantized ONNX model (onnxruntime)")
     threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
+    spin: bool = _field(True, None, "onnxruntime's intra-op threads spin-wait between calls (quicker back-to-back "
+                        "calls; off leaves their cores to the search's tree between calls)")
     optimize: str = _field(
         "auto", _one_of("auto", "none", "freeze", "compile", "cuda_graphs"),
         "torch graph optimisation; auto: freeze on CPU, none on CUDA",

@@ -106,6 +106,24 @@ def test_onnx_evaluator_matches_torch(model, files, planes, batch):
     _close(v, v_ref)
 
 
+@pytest.mark.parametrize("spin", [True, False])
+def test_onnx_spin_setting_reaches_the_session(model, files, planes, spin):
+    """`inference.spin: false` turns off onnxruntime's spin-waiting intra-op threads (their cores go back to
+    the search's tree between calls); the answers do not change."""
+    _, onnx_path, _ = files
+    ev = OnnxEvaluator(onnx_path, InferenceConfig(device="cpu", threads=2, spin=spin))
+    options = ev.session.get_session_options()
+    if spin:  # onnxruntime's default: no entry, threads spin
+        with pytest.raises(RuntimeError, match="allow_spinning"):
+            options.get_session_config_entry("session.intra_op.allow_spinning")
+    else:
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    p_ref, v_ref = _reference(model, planes[:5])
+    p, v = ev.evaluate(planes[:5])
+    _close(p, p_ref)
+    _close(v, v_ref)
+
+
 def test_load_model_by_file_type(model, files, planes):
     pt, onnx_path, meta = files
     p_ref, v_ref = _reference(model, planes)

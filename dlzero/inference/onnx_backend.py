@@ -102,6 +102,8 @@ class OnnxEvaluator(Evaluator):
         if cfg.threads > 0:
             opts.intra_op_num_threads = cfg.threads
             opts.inter_op_num_threads = 1
+        if not cfg.spin:
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3
         providers = choose_providers(cfg)
         self.precision = session_precision(cfg.precision, providers)
