@@ -8,11 +8,14 @@
     python scripts/ab_learning.py report --out docs/benchmarks/ab-learning
 
 Arms (`ARMS`; any arm + "-gateoff" also sets `gate.mode: off`):
-- puct: tiny as shipped (dlshogi's PUCT root with Dirichlet noise, visit counts as targets, SPRT gate);
+- puct: tiny as shipped (dlshogi's PUCT root with Dirichlet noise, visit counts as targets, SPRT gate;
+  int8 self-play and gating since 2026-12-01, fp32 before: ab.json records each run's commit);
+- puct-fp32: puct with fp32 self-play and gating (tiny as it was before int8);
 - gumbel: `search.algorithm: gumbel` (Gumbel-Top-k root, Sequential Halving, completed-Q targets);
 - gumbel-katago: gumbel plus KataGo's switches (global-pooling blocks 1 and 3, opponent-reply head 0.15,
   policy-surprise weighting 0.5);
-- puct-int8: puct with int8 self-play and gating (the accuracy gate at 90 % top-1, 0.02 mean |dv|).
+- puct-int8: puct with int8 self-play and gating (the accuracy gate at 90 % top-1, 0.02 mean |dv|), spelled
+  out (tiny's own settings now).
 A seed is `train.seed` (generation 0's weights; every arm of one seed starts from the same network); the
 self-play games themselves are not seeded, so two runs of one arm and seed still differ.
 
@@ -55,6 +58,7 @@ from learning_benchmark import run_loop  # the same directory: run as python scr
 
 ARMS: dict[str, list[str]] = {
     "puct": [],
+    "puct-fp32": ["inference.precision=fp32"],
     "gumbel": ["search.algorithm=gumbel"],
     "gumbel-katago": ["search.algorithm=gumbel", "model.global_pool_blocks=[1,3]", "train.aux_reply_weight=0.15",
                       "train.surprise_weight=0.5"],

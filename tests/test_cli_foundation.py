@@ -84,7 +84,7 @@ def test_bench_search_layouts(workdir):
     """`bench search --layouts`: a row per layout, each with its own pure-inference rate, and the share
     of the best one; a malformed layout is a one-line error."""
     proc = dlzero("bench", "search", "--model", "m.pt", "--evaluators", "null,onnx", "--batch", "8",
-                  "--playouts", "64", "--layouts", "1x1,1x2", "--json", cwd=workdir)
+                  "--playouts", "64", "--layouts", "1x1,1x2", "--rounds", "2", "--json", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     onnx = [r for r in rows if r["evaluator"] == "onnx"]
@@ -92,9 +92,13 @@ def test_bench_search_layouts(workdir):
     best = max(r["inference_only_per_s"] for r in onnx)
     for r in onnx:
         assert r["sims_per_s"] > 0 and abs(r["vs_best_inference"] - r["sims_per_s"] / best) < 2e-3
+        # the search is divided by the network's rate timed around it, not by the row's median
+        assert r["search_vs_inference"] > 0
     assert [r["layout"] for r in rows if r["evaluator"] == "null"] == ["1x1", "1x1"]  # no network, one layout
     line = _one_line_error(dlzero("bench", "search", "--evaluators", "null", "--layouts", "2by1", cwd=workdir))
     assert "--layouts" in line and "2by1" in line
+    line = _one_line_error(dlzero("bench", "search", "--evaluators", "null", "--rounds", "0", cwd=workdir))
+    assert "--rounds" in line
 
 
 def test_bad_config_key_is_one_line(workdir):

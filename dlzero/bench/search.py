@@ -2,7 +2,11 @@
 
 For a real evaluator each row also gives `inference_only_per_s`, the pure Evaluator rate at the
 same batch measured in the same run, so `search_vs_inference` = sims/s / inference-only rate is
-the share of the network's speed the search keeps (the rest is Python and cshogi work).
+the share of the network's speed the search keeps (the rest is Python and cshogi work). The network
+is timed for a second just before and just after every search, and the search is divided by the mean
+of the two: on a shared machine whose speed drifts by a third from one minute to the next, a rate
+measured once per run made that share swing from 0.8 to 1.0 between identical runs. `rounds` repeats
+each measurement and reports medians.
 `algorithms` measures each root search (puct, gumbel) on the same evaluator in the same run, and
 `layouts` each way of spending the cores on the network: inference threads per call x calls in
 flight (`search.eval_streams`), e.g. 2x1 (one call using two threads) against 1x2 (two one-thread
@@ -12,6 +16,7 @@ calls side by side while the tree thread collects the next batch).
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -100,15 +105,19 @@ def _use_threads(ev: Evaluator, threads: int) -> None:
 
 def bench_search(evaluators: list[str], batches: list[int], model_path: str | None, cfg: Config,
                  playouts: int, many_trees: bool = True, algorithms: list[str] | None = None,
-                 layouts: list[tuple[int, int]] | None = None) -> Iterator[dict]:
+                 layouts: list[tuple[int, int]] | None = None, rounds: int = 1) -> Iterator[dict]:
     """Rows: evaluator, algorithm, batch, trees, layout, sims_per_s (+ inference_only_per_s,
-    search_vs_inference, vs_best_inference).
+    search_vs_inference, vs_best_inference), medians over `rounds`.
 
     A layout is inference threads x evaluation streams (`search.eval_streams` batches in flight at
-    once). `inference_only_per_s` is the pure network rate in the same layout; `vs_best_inference`
-    divides by the best pure rate of all layouts at that batch: the share of what the machine's
-    cores can evaluate that the search keeps.
+    once). `inference_only_per_s` is the pure network rate in the same layout (timed around each
+    search); `search_vs_inference` the median over rounds of the search's rate over the mean of the
+    network's rates just before and after it; `vs_best_inference` divides by the best pure rate of all
+    rows at that batch (any layout): the share of what the machine's cores can evaluate that the search
+    keeps.
     """
+    if rounds < 1:
+        raise ConfigError(f"--rounds must be at least 1, not {rounds}")
     for algorithm in algorithms or []:
         if algorithm not in ("puct", "gumbel"):
             raise ConfigError(f"--algorithms: unknown root search '{algorithm}' (known: puct, gumbel)")
@@ -124,22 +133,27 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
             if many_trees and batch > 1:
                 trees_list.append((batch, max(1, playouts // batch)))
             rows = []
-            inference: dict[tuple[int, int], float] = {}
             for lay in mine:
                 ev = evs[lay]
                 _use_threads(ev, lay[0])
-                if name != "null":
-                    inference[lay] = _inference_rate(ev, batch, lay[1])
                 for algorithm in algorithms:
                     for trees, per_tree_playouts in trees_list:
-                        sims = _search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees, per_tree_playouts)
+                        sims, shares, timed = [], [], []
+                        for _ in range(rounds):
+                            before = _inference_rate(ev, batch, lay[1]) if name != "null" else 0.0
+                            sims.append(_search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees,
+                                                     per_tree_playouts))
+                            if name != "null":
+                                after = _inference_rate(ev, batch, lay[1])
+                                timed += [before, after]
+                                shares.append(sims[-1] / ((before + after) / 2))
                         row = {"evaluator": name, "algorithm": algorithm, "batch": batch, "trees": trees,
-                               "layout": f"{lay[0]}x{lay[1]}", "sims_per_s": round(sims, 1)}
+                               "layout": f"{lay[0]}x{lay[1]}", "sims_per_s": round(statistics.median(sims), 1)}
                         if name != "null":
-                            row["inference_only_per_s"] = round(inference[lay], 1)
-                            row["search_vs_inference"] = round(sims / inference[lay], 3)
+                            row["inference_only_per_s"] = round(statistics.median(timed), 1)
+                            row["search_vs_inference"] = round(statistics.median(shares), 3)
                         rows.append(row)
-            best = max(inference.values(), default=0.0)
+            best = max((row.get("inference_only_per_s", 0.0) for row in rows), default=0.0)
             for row in rows:
                 if best:
                     row["vs_best_inference"] = round(row["sims_per_s"] / best, 3)

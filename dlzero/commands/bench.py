@@ -78,6 +78,8 @@ def register(sub) -> None:
                     help="comma-separated THREADSxSTREAMS to compare in one run: inference threads per network "
                          "call x calls in flight (search.eval_streams), e.g. 2x1,1x2 "
                          "(default: inference.threads x search.eval_streams)")
+    ps.add_argument("--rounds", type=int, default=1,
+                    help="repeat each measurement and report medians (the network is timed around every search)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
     _register_alphabeta(bsub)
@@ -157,7 +159,7 @@ def run_search(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     rows = bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
                         algorithms=args.algorithms or [cfg.search.algorithm],
-                        layouts=parse_layouts(args.layouts) if args.layouts else None)
+                        layouts=parse_layouts(args.layouts) if args.layouts else None, rounds=args.rounds)
     _print_rows(rows, args.json, ["evaluator", "algorithm", "batch", "trees", "layout", "sims_per_s",
                                   "inference_only_per_s", "search_vs_inference", "vs_best_inference"])
     return 0

@@ -127,10 +127,18 @@ def measure(reference: tuple[np.ndarray, np.ndarray], model: bytes | str, holdou
 
 
 class _Reader:
-    """onnxruntime's CalibrationDataReader protocol over an array of planes."""
+    """onnxruntime's CalibrationDataReader protocol over an array of planes, in batches of one size.
+
+    onnxruntime's percentile collector stacks every batch's outputs into one array, so a short last
+    batch (a young run with fewer positions than asked for: 70 positions are 32 + 32 + 6) made it fail
+    with "inhomogeneous shape". The positions are split into as few equal batches of at most
+    `_CALIB_BATCH` as fit; the few left over (fewer than the number of batches) are not used.
+    """
 
     def __init__(self, planes: np.ndarray) -> None:
-        self._batches = iter([{INPUT_NAME: planes[i:i + _CALIB_BATCH]} for i in range(0, len(planes), _CALIB_BATCH)])
+        count = -(-len(planes) // _CALIB_BATCH)  # ceil
+        size = len(planes) // count if count else 0
+        self._batches = iter([{INPUT_NAME: planes[i * size:(i + 1) * size]} for i in range(count)])
 
     def get_next(self) -> dict | None:
         return next(self._batches, None)
