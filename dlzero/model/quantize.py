@@ -129,7 +129,7 @@ def measure(reference: tuple[np.ndarray, np.ndarray], model: bytes | str, holdou
 class _Reader:
     """onnxruntime's CalibrationDataReader protocol over an array of planes, in batches of one size.
 
-    onnxruntime's percentile collector stacks every batch's outputs into one array, so a short last
+    onnxruntime's percentile and entropy collectors stack every batch's outputs into one array, so a short last
     batch (a young run with fewer positions than asked for: 70 positions are 32 + 32 + 6) made it fail
     with "inhomogeneous shape". The positions are split into as few equal batches of at most
     `_CALIB_BATCH` as fit; the few left over (fewer than the number of batches) are not used.
