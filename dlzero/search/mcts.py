@@ -460,8 +460,8 @@ class Search:
         if order is None:
             order = node.order = prior_order(node.prior)
             tree.memory += order_bytes(len(order))
-            visited = np.flatnonzero(node.n)
-            node.width = int(np.flatnonzero(np.isin(order, visited))[-1]) + 1 if len(visited) else 0
+            visited = np.flatnonzero(node.n[order])  # positions in `order` of the moves visited so far
+            node.width = int(visited[-1]) + 1 if len(visited) else 0
         width = node.width
         if width <= PREFIX_SELECT_MAX:
             i = puct_select_prefix(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
