@@ -315,8 +315,11 @@ def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, p
             if p.is_alive():  # an error in the parent must not leave workers playing on
                 p.kill()
                 p.join()
-        for _, reader in running.values():
+        for w, (p, reader) in running.items():
             reader.close()
+            if p.exitcode == -signal.SIGTERM:  # still starting: its SIGTERM handler was not yet in place
+                print(f"self-play worker {w} stopped before it began playing: it had no games to save",
+                      file=sys.stderr, flush=True)
         collect_server_stats(servers, collector.summary)
         for srv in servers:
             srv.stop()
