@@ -213,14 +213,15 @@ class _HashedPriors(Evaluator):
 
 @pytest.mark.parametrize("evaluator", [NullEvaluator, _HashedPriors])
 @pytest.mark.parametrize("noise", [False, True])
-def test_prefix_selection_grows_the_same_tree_as_full_selection(evaluator, noise, monkeypatch):
-    """The search with `puct_select_prefix` (root included) and with the full rule everywhere (the prefix
-    path switched off) build identical trees: every node's visits, values and move order. The second
-    search runs on a reused root, whose visits need not follow its move order, with fresh root noise
-    (which reorders the root's moves) when `noise`."""
+def test_every_selection_path_grows_the_same_tree(evaluator, noise, monkeypatch):
+    """The search with `puct_select_prefix` (root included), with the numpy rule everywhere (the prefix
+    path switched off) and with the compiled rule build identical trees: every node's visits, values and
+    move order. The second search runs on a reused root, whose visits need not follow its move order,
+    with fresh root noise (which reorders the root's moves) when `noise`."""
     import dlzero.search.mcts as mcts
 
-    def grow(prefix_max: int) -> Tree:
+    def grow(prefix_max: int, compiled: bool = False) -> Tree:
+        monkeypatch.setattr(mcts, "COMPILED_SELECT", compiled)
         monkeypatch.setattr(mcts, "PREFIX_SELECT_MAX", prefix_max)
         tree = Tree(parse_position("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c"), noise=noise)
         search = Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0),
@@ -246,6 +247,10 @@ def test_prefix_selection_grows_the_same_tree_as_full_selection(evaluator, noise
 
     assert walk(fast.root, full.root, 0) == full.nodes == fast.nodes > 1000
     assert fast.memory == fast.root.size()[1]  # the prior orders are counted in the tree's memory
+    if mcts.COMPILED:
+        compiled = grow(12, compiled=True)
+        assert walk(compiled.root, full.root, 0) == compiled.nodes
+        assert compiled.memory == compiled.root.size()[1]
 
 
 def test_batch_softmax_equals_the_one_row_softmax():

@@ -69,6 +69,7 @@ LABEL_TABLE = _build_table()
 _PADDED = np.full((2, 2, 128, 128), -1, dtype=np.int32)
 _PADDED[:, :, :88, :81] = LABEL_TABLE
 LABEL_BY_MOVE16 = _PADDED.reshape(2, 1 << 15)
+_LABEL_ROWS = (LABEL_BY_MOVE16[0], LABEL_BY_MOVE16[1])  # one colour's row: a 1-D gather is twice as fast
 
 
 def labels_of(moves: np.ndarray, colour: int) -> np.ndarray:
@@ -88,7 +89,7 @@ def legal_moves_and_labels(board: cshogi.Board) -> tuple[np.ndarray, np.ndarray]
     remember which move each child is.
     """
     moves = np.fromiter(board.legal_moves, dtype=np.int64)
-    return moves, labels_of(moves, board.turn)
+    return moves, _LABEL_ROWS[board.turn][moves & 0x7FFF]
 
 
 def legal_label_mask(board: cshogi.Board) -> np.ndarray:

@@ -31,7 +31,7 @@ from dlzero.inference.base import Evaluator
 from dlzero.search.gumbel import GumbelParams, GumbelRoot
 from dlzero.search.node import NODE_BYTES, Node, expansion_bytes, order_bytes
 from dlzero.search.rules import leaf_proof
-from dlzero.search.select import PuctParams, prior_order, puct_select, puct_select_prefix
+from dlzero.search.select import COMPILED, PuctParams, prior_order, puct_select, puct_select_prefix
 
 # While a pipelined search runs, the interpreter hands the GIL over every 50 us instead of every 5 ms.
 # The tree holds the GIL almost all the time; the helper thread needs it for a few short stretches per
@@ -141,7 +141,9 @@ class SearchStats:
     total_seconds: float = 0.0
 
 
-# below this many tried moves a node is scored in plain Python (`puct_select_prefix`), above in numpy
+# With the compiled rule (`select.COMPILED`) every node is scored in C; without it, a node with at most
+# this many tried moves is scored in plain Python (`puct_select_prefix`), one with more in numpy.
+COMPILED_SELECT = COMPILED
 PREFIX_SELECT_MAX = 12
 
 
@@ -449,13 +451,16 @@ class Search:
     # -- selection and backup -------------------------------------------------------------------
     def _select(self, tree: Tree, node: Node, params: PuctParams) -> int:
         """The child to descend into by the PUCT rule (`dlzero.search.select`; the root has its own
-        constants): scoring only the moves tried so far and the best untried one while they are few
-        (`puct_select_prefix`), every move once they are not.
+        constants): compiled, every move in one C pass; otherwise scoring only the moves tried so far and
+        the best untried one while they are few (`puct_select_prefix`), every move in numpy once they are not.
 
-        The moves by prior (`node.order`) are worked out at a node's first selection, or again once
-        root noise has reshaped its priors; `node.width` then covers every move visited so far (a reused
-        root's visits need not be a prefix of its new order, so its width reaches its last visited move).
+        Without the compiled rule, the moves by prior (`node.order`) are worked out at a node's first
+        selection, or again once root noise has reshaped its priors; `node.width` then covers every move
+        visited so far (a reused root's visits need not be a prefix of its new order, so its width reaches
+        its last visited move).
         """
+        if COMPILED_SELECT:
+            return puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params)
         order = node.order
         if order is None:
             order = node.order = prior_order(node.prior)
@@ -467,7 +472,8 @@ class Search:
             i = puct_select_prefix(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
                                    params, order, width)
         else:
-            i = puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params)
+            i = puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params,
+                            compiled=False)
         if width < len(order) and i == order.item(width):
             node.width = width + 1
         return i

@@ -61,9 +61,9 @@ class Node:
         self.mate_plies: int | None = None
         self.pending = False       # queued for evaluation in the current batch
         self.nn_value: float | None = None
-        # moves by prior (select.prior_order), made at the first selection here (at the root again after
-        # root noise), and the length of a prefix of it that holds every move chosen so far (see
-        # select.puct_select_prefix and Search._select)
+        # only where the compiled rule is not built: moves by prior (select.prior_order), made at the first
+        # selection here (at the root again after root noise), and the length of a prefix of it that holds
+        # every move chosen so far (see select.puct_select_prefix and Search._select)
         self.order: np.ndarray | None = None
         self.width = 0
 
