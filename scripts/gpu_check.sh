@@ -8,10 +8,13 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-# The search's compiled PUCT rule (pip builds it on install; here the tree is used in place). Optional: without
-# a compiler the search rows run the numpy rule, and their `compiled_select` field says so.
+# The search's compiled tree walk and the encoder's compiled planes (pip builds them on install; here the tree is
+# used in place). Optional: without a compiler the search rows run the numpy code, and their `compiled_select`
+# and `compiled_planes` fields say so.
 read -r inc suffix < <(python3 -c "import sysconfig as s; print(s.get_paths()['include'], s.get_config_var('EXT_SUFFIX'))")
-cc -O2 -ffp-contract=off -shared -fPIC -I"$inc" dlzero/search/_puct.c -o "dlzero/search/_puct$suffix" \
-  || echo "gpu_check: the compiled PUCT rule did not build; the search rows use the numpy rule" >&2
+for ext in search/_puct encoding/_planes; do
+  cc -O2 -ffp-contract=off -shared -fPIC -I"$inc" "dlzero/$ext.c" -o "dlzero/$ext$suffix" \
+    || echo "gpu_check: dlzero/$ext.c did not build; the search rows use the numpy code" >&2
+done
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
 timeout 540 python3 scripts/gpu_check.py "$@" | tee "${OUT:-/tmp}/gpu_check.jsonl"

@@ -381,3 +381,63 @@ def test_wrong_buffers_are_refused_not_filled_with_garbage():
     buf = new_batch_buffer(8)
     enc.encode_batch([board, board], buf[:3])
     assert np.array_equal(buf[0], encode_position(board)) and not buf[2].any()
+
+
+def test_the_compiled_planes_are_built_where_a_c_compiler_is():
+    """Like the search's rule: optional at install time, but on a machine with a compiler (CI's) a missing
+    build would quietly leave the encoder on numpy."""
+    import shutil
+    import sysconfig
+
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) on this machine: the numpy planes are the only ones")
+    assert F.COMPILED_PLANES, "dlzero.encoding._planes was not built: reinstall (pip install -e .)"
+
+
+@pytest.mark.skipif(not F.COMPILED_PLANES, reason="the compiled planes were not built")
+def test_compiled_planes_are_the_numpy_planes_bit_for_bit(monkeypatch):
+    """Random games (captures, promotions, drops, both sides to move, repetitions counted from the history),
+    full hands, entering kings, with and without a last move: every plane of every row is the same float
+    whether `add` writes planes 62-99 in C or `finish` writes them in numpy, in a reused dirty buffer."""
+    histories = random_histories(60, seed=36, max_ply=200)
+    boards = [board_from_moves(m) for m in histories]
+    boards += [cshogi.Board(s) for s in [*MANY_DROPS_SFENS, *(c[0] for c in NYUGYOKU_CASES)]]
+    reps = [None] * len(histories) + [0, 1, 2, 3] * 10
+    reps = reps[: len(boards)]
+    encoded = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(F, "COMPILED_PLANES", compiled)
+        buf = new_batch_buffer(len(boards))
+        buf.fill(np.nan)
+        enc = Encoder()
+        enc.begin(buf)
+        for board, r in zip(boards, reps, strict=True):
+            enc.add(board, r)
+        encoded[compiled] = enc.finish().copy()
+    assert not np.isnan(encoded[True]).any()
+    assert encoded[True].tobytes() == encoded[False].tobytes()
+    # the rows compared hold every kind of value planes 62-99 can (the hand-worked tests above check what
+    # they mean, on the compiled path by default)
+    got = encoded[True][:, :, 0, 0]
+    for plane in (F.PLANE_HAND_US, F.PLANE_HAND_THEM, F.PLANE_CHECK, F.PLANE_REPETITION + 2, F.PLANE_WHITE,
+                  F.PLANE_NYUGYOKU_US, F.PLANE_NYUGYOKU_US + 3, F.PLANE_NYUGYOKU_THEM + 2):
+        assert got[:, plane].max() > 0, plane
+    assert encoded[True][:, F.PLANE_LAST_FROM].sum() > 0 and 0 < encoded[True][:, F.PLANE_LAST_TO].sum() < len(boards)
+
+
+@pytest.mark.skipif(not F.COMPILED_PLANES, reason="the compiled planes were not built")
+def test_compiled_planes_refuse_what_they_cannot_fill():
+    fill = F._compiled_fill_row
+    row = np.zeros((NUM_PLANES, 9, 9), np.float32)
+    hand = [0] * 7
+    with pytest.raises(TypeError, match="100 x 9 x 9"):
+        fill(np.zeros((NUM_PLANES, 9, 9), np.float64), hand, hand, False, 0, False, 0.0, False, -1, -1)
+    with pytest.raises(TypeError, match="100 x 9 x 9"):
+        fill(row[:50], hand, hand, False, 0, False, 0.0, False, -1, -1)
+    with pytest.raises(ValueError, match="seven"):
+        fill(row, hand[:6], hand, False, 0, False, 0.0, False, -1, -1)
+    with pytest.raises(ValueError, match="outside the board"):
+        fill(row, hand, hand, False, 0, False, 0.0, False, 81, -1)
+    with pytest.raises(TypeError, match="10 arguments"):
+        fill(row, hand, hand)

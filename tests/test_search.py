@@ -211,20 +211,22 @@ class _HashedPriors(Evaluator):
         return out_p, out_v
 
 
-@pytest.mark.parametrize("evaluator", [NullEvaluator, _HashedPriors])
+@pytest.mark.parametrize("evaluator,algorithm", [(NullEvaluator, "puct"), (_HashedPriors, "puct"),
+                                                 (_HashedPriors, "gumbel")])
 @pytest.mark.parametrize("noise", [False, True])
-def test_every_selection_path_grows_the_same_tree(evaluator, noise, monkeypatch):
+def test_every_selection_path_grows_the_same_tree(evaluator, algorithm, noise, monkeypatch):
     """The search with `puct_select_prefix` (root included), with the numpy rule everywhere (the prefix
-    path switched off) and with the compiled rule build identical trees: every node's visits, values and
-    move order. The second search runs on a reused root, whose visits need not follow its move order,
-    with fresh root noise (which reorders the root's moves) when `noise`."""
+    path switched off) and with the compiled rule, descent and backup build identical trees: every node's
+    visits, values and move order. The second search runs on a reused root, whose visits need not follow
+    its move order, with fresh root noise (which reorders the root's moves) when `noise`. Under Gumbel the
+    root's step is Python's in every case and the compiled walk starts below it."""
     import dlzero.search.mcts as mcts
 
     def grow(prefix_max: int, compiled: bool = False) -> Tree:
         monkeypatch.setattr(mcts, "COMPILED_SELECT", compiled)
         monkeypatch.setattr(mcts, "PREFIX_SELECT_MAX", prefix_max)
         tree = Tree(parse_position("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c"), noise=noise)
-        search = Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0),
+        search = Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0, algorithm=algorithm),
                         rng=np.random.default_rng(5))
         search.run([tree], 1500, leaves_per_tree=8)
         tree.advance(int(tree.root.moves[np.argmax(tree.root.n)]))
@@ -253,9 +255,14 @@ def test_every_selection_path_grows_the_same_tree(evaluator, noise, monkeypatch)
         assert compiled.memory == compiled.root.size()[1]
 
 
-def test_batch_softmax_equals_the_one_row_softmax():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_batch_softmax_equals_the_one_row_softmax(compiled, monkeypatch):
+    import dlzero.search.mcts as mcts
     from dlzero.search.mcts import batch_softmax_priors, softmax_priors
 
+    if compiled and mcts._compiled_softmax_rows is None:
+        pytest.skip("the compiled priors were not built")
+    monkeypatch.setattr(mcts, "COMPILED_PRIORS", compiled)
     rng = np.random.default_rng(1)
     logits = rng.normal(0.0, 3.0, (12, NUM_LABELS)).astype(np.float32)
     labels = [rng.choice(NUM_LABELS, size=int(k), replace=False).astype(np.int32)
@@ -267,3 +274,27 @@ def test_batch_softmax_equals_the_one_row_softmax():
             assert prior.dtype == np.float32 and len(prior) == len(labels[j])
             np.testing.assert_allclose(prior, softmax_priors(logits[j], labels[j], temperature), rtol=1e-6)
         assert batch[0].tolist() == [1.0]
+    # a batch shorter than the buffer the network filled (the rows past it are not read)
+    assert len(batch_softmax_priors(logits, labels[:3], 1.0)) == 3
+
+
+def test_compiled_priors_reject_what_they_cannot_read():
+    from dlzero.search import mcts
+
+    if mcts._compiled_softmax_rows is None:
+        pytest.skip("the compiled priors were not built")
+    rows = mcts._compiled_softmax_rows
+    logits = np.zeros((2, NUM_LABELS), np.float32)
+    out = np.empty(4, np.float32)
+    with pytest.raises(IndexError, match="outside the logits"):
+        rows(logits, [np.array([0, NUM_LABELS], np.int32)], 1.0, out)
+    with pytest.raises(ValueError, match="shorter"):
+        rows(logits, [np.arange(5, dtype=np.int32)], 1.0, out)
+    with pytest.raises(ValueError, match="no labels"):
+        rows(logits, [np.zeros(0, np.int32)], 1.0, out)
+    with pytest.raises(ValueError, match="more label rows"):
+        rows(logits, [np.zeros(1, np.int32)] * 3, 1.0, out)
+    with pytest.raises(TypeError, match="'i'"):
+        rows(logits, [np.zeros(1, np.int64)], 1.0, out)
+    with pytest.raises(TypeError, match="float32"):
+        rows(logits.astype(np.float64), [np.zeros(1, np.int32)], 1.0, out)

@@ -40,6 +40,14 @@ import numpy as np
 
 from dlzero.game_end import earlier_occurrences
 
+try:  # planes 62-99 of a row compiled (dlzero/encoding/_planes.c); absent where the install found no C compiler
+    from dlzero.encoding._planes import fill_row as _compiled_fill_row
+except ImportError:
+    _compiled_fill_row = None
+# Whether `Encoder.add` writes planes 62-99 itself (compiled) instead of leaving them to `finish` (numpy): the
+# same bits either way (tests/test_features.py), a switch so that tests can compare the two.
+COMPILED_PLANES = _compiled_fill_row is not None
+
 NUM_PLANES = 100
 ENCODER_VERSION = 1
 
@@ -124,52 +132,63 @@ class Encoder:
     def __init__(self) -> None:
         self._f2 = np.empty((dl.FEATURES2_NUM, 9, 9), dtype=np.float32)
         self._out: np.ndarray | None = None
-        self._rows: list[list[float]] = []
-        self._last: list[tuple[int, int, int]] = []  # (row, plane, square) of each last-move mark
+        self._n = 0  # rows added to the batch being built
+        self._rows: list[list[float]] = []  # numpy path: each row's values, for `finish`
+        self._last: list[tuple[int, int, int]] = []  # numpy path: (row, plane, square) of each last-move mark
 
     def begin(self, out: np.ndarray) -> None:
         """Start a batch in `out` (B, 100, 9, 9) float32, C-contiguous; rows are added from 0."""
         _check_buffer(out, (out.shape[0] if getattr(out, "ndim", 0) == 4 else -1, NUM_PLANES, 9, 9))
-        self._out, self._rows, self._last = out, [], []
+        self._out, self._n, self._rows, self._last = out, 0, [], []
 
     def add(self, board: cshogi.Board, repetitions: int | None = None) -> int:
         """Encode `board` as the batch's next row (returned). `repetitions` (0..3) is
         `repetition_count` of the position when the caller knows it without the board's history:
         training data counts it once while replaying the whole game, and rebuilds the board from one
-        position. None: counted from `board`'s history. `board` may change once this returns."""
+        position. None: counted from `board`'s history. `board` may change once this returns.
+
+        Compiled, the whole row is written here; otherwise planes 62-99 wait for `finish`."""
         out = self._out
-        row = len(self._rows)
+        row = self._n
         if out is None or row >= out.shape[0]:
             raise ValueError("Encoder.add: no batch begun, or the batch buffer is full")
         dl.make_input_features(board, out[row, :62], self._f2)
         us = board.turn
-        them = 1 - us
         hands = board.pieces_in_hand
         reps = repetition_count(board) if repetitions is None else repetitions
-        # `_ROW_PLANES`: hand counts (scaled in `finish`), planes 76-81 and 85
-        values = [*hands[us], *hands[them], float(self._f2[56, 0, 0]), float(reps >= 1), float(reps >= 2),
-                  float(reps >= 3), float(us == cshogi.WHITE), min((board.move_number - 1) / PROGRESS_PLIES, 1.0),
-                  1.0 if board.is_nyugyoku() else 0.0]
-        self._rows.append(values)
+        progress = min((board.move_number - 1) / PROGRESS_PLIES, 1.0)
         last = board.peek()
+        last_to = last_from = -1
         if last:
             flip = us == cshogi.WHITE
             to_sq = cshogi.move_to(last)
-            self._last.append((row, PLANE_LAST_TO, 80 - to_sq if flip else to_sq))
+            last_to = 80 - to_sq if flip else to_sq
             if not cshogi.move_is_drop(last):
                 from_sq = cshogi.move_from(last)
-                self._last.append((row, PLANE_LAST_FROM, 80 - from_sq if flip else from_sq))
+                last_from = 80 - from_sq if flip else from_sq
+        self._n = row + 1
+        if COMPILED_PLANES:
+            _compiled_fill_row(out[row], hands[us], hands[1 - us], self._f2[56, 0, 0] > 0, reps, us == cshogi.WHITE,
+                               progress, board.is_nyugyoku(), last_to, last_from)
+            return row
+        # `_ROW_PLANES`: hand counts (scaled in `finish`), planes 76-81 and 85
+        self._rows.append([*hands[us], *hands[1 - us], float(self._f2[56, 0, 0]), float(reps >= 1),
+                           float(reps >= 2), float(reps >= 3), float(us == cshogi.WHITE), progress,
+                           1.0 if board.is_nyugyoku() else 0.0])
+        if last_to >= 0:
+            self._last.append((row, PLANE_LAST_TO, last_to))
+        if last_from >= 0:
+            self._last.append((row, PLANE_LAST_FROM, last_from))
         return row
 
     def finish(self) -> np.ndarray:
-        """Fill planes 62-99 of every added row; returns the rows' view of the buffer."""
-        out, rows, last = self._out, self._rows, self._last
-        self._out, self._rows, self._last = None, [], []
+        """Fill planes 62-99 of every added row (unless `add` did); returns the rows' view of the buffer."""
+        out, n, rows, last = self._out, self._n, self._rows, self._last
+        self._out, self._n, self._rows, self._last = None, 0, [], []
         if out is None:
             raise ValueError("Encoder.finish: no batch begun")
-        n = len(rows)
         rows_out = out[:n]
-        if n:
+        if rows:
             read = np.array(rows, dtype=np.float32)
             hand_points = read[:, :7] @ _HAND_POINTS, read[:, 7:14] @ _HAND_POINTS  # still counts here
             read /= _HAND_SCALE_ROW

@@ -33,6 +33,13 @@ from dlzero.search.node import NODE_BYTES, Node, expansion_bytes, order_bytes
 from dlzero.search.rules import leaf_proof
 from dlzero.search.select import COMPILED, PuctParams, prior_order, puct_select, puct_select_prefix
 
+try:  # the descent, backup and priors compiled with the rule (dlzero/search/_puct.c); absent where the rule is
+    from dlzero.search._puct import backup as _compiled_backup
+    from dlzero.search._puct import descend as _compiled_descend
+    from dlzero.search._puct import softmax_rows as _compiled_softmax_rows
+except ImportError:
+    _compiled_backup = _compiled_descend = _compiled_softmax_rows = None
+
 # While a pipelined search runs, the interpreter hands the GIL over every 50 us instead of every 5 ms.
 # The tree holds the GIL almost all the time; the helper thread needs it for a few short stretches per
 # network call (waking up, the call's Python wrapper, its outputs) and waited up to 5 ms each time,
@@ -141,10 +148,14 @@ class SearchStats:
     total_seconds: float = 0.0
 
 
-# With the compiled rule (`select.COMPILED`) every node is scored in C; without it, a node with at most
-# this many tried moves is scored in plain Python (`puct_select_prefix`), one with more in numpy.
-COMPILED_SELECT = COMPILED
+# With the compiled rule (`select.COMPILED`) every node is scored, and the tree walked and backed up, in C;
+# without it, a node with at most this many tried moves is scored in plain Python (`puct_select_prefix`), one
+# with more in numpy.
+COMPILED_SELECT = COMPILED and _compiled_descend is not None
 PREFIX_SELECT_MAX = 12
+# A batch's priors in one C pass (`_puct.softmax_rows`) rather than numpy's calls; a switch of its own, since
+# its float64 exp may differ from numpy's in the last bit (tests compare the two within float32 rounding).
+COMPILED_PRIORS = _compiled_softmax_rows is not None
 
 
 def split_leaves(total: int, n_trees: int) -> int:
@@ -163,11 +174,17 @@ def softmax_priors(logits: np.ndarray, labels: np.ndarray, temperature: float) -
 
 def batch_softmax_priors(logits: np.ndarray, labels: Sequence[np.ndarray], temperature: float) -> list[np.ndarray]:
     """`softmax_priors` of row j of `logits` at `labels[j]` for every j, in a fixed number of numpy calls
-    (a batch's leaves at once; each list must be non-empty). Equal to the one-row function up to the
-    summation order of the normaliser (float64, then rounded to float32 as there)."""
+    (a batch's leaves at once; each list must be non-empty), or in one C pass where it is built. Equal to
+    the one-row function up to the summation order of the normaliser (float64, then rounded to float32 as
+    there). The rows come back as views of one array, in order."""
     lens = np.fromiter((len(x) for x in labels), dtype=np.int64, count=len(labels))
     starts = np.zeros(len(labels), dtype=np.int64)
     np.cumsum(lens[:-1], out=starts[1:])
+    if COMPILED_PRIORS:
+        flat = np.empty(int(lens.sum()), dtype=np.float32)
+        _compiled_softmax_rows(np.ascontiguousarray(logits, dtype=np.float32), list(labels), float(temperature), flat)
+        bounds = np.append(starts, len(flat)).tolist()
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     x = logits[np.repeat(np.arange(len(labels)), lens), np.concatenate(labels)].astype(np.float64)
     x /= temperature
     x -= np.repeat(np.maximum.reduceat(x, starts), lens)
@@ -201,6 +218,8 @@ class Search:
         self._cfg = cfg
         self._puct = PuctParams(cfg.c_init, cfg.c_base, cfg.fpu_reduction)
         self._puct_root = PuctParams(cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)
+        self._puct_args = (self._puct.c_init, self._puct.c_base, self._puct.fpu_reduction)  # `_puct.descend`'s form
+        self._puct_root_args = (self._puct_root.c_init, self._puct_root.c_base, self._puct_root.fpu_reduction)
         self._gumbel = GumbelParams(cfg.gumbel_c_visit, cfg.gumbel_c_scale) if cfg.algorithm == "gumbel" else None
 
     # -- public ---------------------------------------------------------------------------------
@@ -310,45 +329,62 @@ class Search:
 
     def _descend(self, tree: Tree, leaves: list[_Leaf]) -> bool | None:
         """One playout from the root. True: queued or finished; None: collided with a pending leaf."""
-        cfg = self.cfg
         board = tree.board
-        node = tree.root
         path: list[tuple[Node, int]] = []
-        vl = cfg.virtual_loss
-        while True:
-            if node.terminal is not None:
-                self._backup(tree, path, node, node.terminal)
-                break
-            if not node.expanded:
-                if node.pending:
-                    self._undo_virtual_loss(path)
-                    if tree.gumbel is not None and path:
-                        tree.gumbel.undo(path[0][1])
-                    self._unwind(board, path)
-                    return None
-                queued = self._reach_leaf(tree, board, node, path, leaves)
-                if not queued:
-                    self._backup(tree, path, node, node.terminal)
-                break
+        node = self._walk(tree, path) if COMPILED_SELECT else self._walk_python(tree, path)
+        if node.terminal is not None:
+            self._backup(tree, path, node, node.terminal)
+        elif node.pending:
+            self._undo_virtual_loss(path)
+            if tree.gumbel is not None and path:
+                tree.gumbel.undo(path[0][1])
+            self._unwind(board, path)
+            return None
+        elif not self._reach_leaf(tree, board, node, path, leaves):
+            self._backup(tree, path, node, node.terminal)
+        self._unwind(board, path)
+        return True
+
+    def _walk(self, tree: Tree, path: list[tuple[Node, int]]) -> Node:
+        """`_walk_python` in C (`_puct.descend`), the Gumbel root's step excepted."""
+        node, root_args = tree.root, self._puct_root_args
+        if tree.gumbel is not None and node.terminal is None and node.expanded:
+            node = self._step(tree, node, tree.gumbel.select(node.n, node.w), path)
+            root_args = None  # the walk starts below the root: PUCT's own constants from there
+        node, created = _compiled_descend(node, tree.board, path, root_args, self._puct_args, self.cfg.virtual_loss,
+                                          Node)
+        tree.nodes += created
+        tree.memory += created * NODE_BYTES
+        return node
+
+    def _walk_python(self, tree: Tree, path: list[tuple[Node, int]]) -> Node:
+        """From the root down through expanded, unproven nodes by the selection rule, adding virtual loss
+        and pushing the moves on the tree's board; returns the first node that is proven or not expanded."""
+        node = tree.root
+        while node.terminal is None and node.expanded:
             if node is tree.root:
                 i = tree.gumbel.select(node.n, node.w) if tree.gumbel is not None else self._select(
                     tree, node, self._puct_root)
             else:
                 i = self._select(tree, node, self._puct)
-            if node.n[i] == 0:
-                node.visited_prior += float(node.prior[i])
-            node.n[i] += vl
-            node.visits += vl
-            path.append((node, i))
-            child = node.children[i]
-            if child is None:
-                child = node.children[i] = Node()
-                tree.nodes += 1
-                tree.memory += NODE_BYTES
-            board.push(int(node.moves[i]))
-            node = child
-        self._unwind(board, path)
-        return True
+            node = self._step(tree, node, i, path)
+        return node
+
+    def _step(self, tree: Tree, node: Node, i: int, path: list[tuple[Node, int]]) -> Node:
+        """Go down edge `i` of `node`: virtual loss, the path, the child (created if new), the board's move."""
+        vl = self.cfg.virtual_loss
+        if node.n[i] == 0:
+            node.visited_prior += float(node.prior[i])
+        node.n[i] += vl
+        node.visits += vl
+        path.append((node, i))
+        child = node.children[i]
+        if child is None:
+            child = node.children[i] = Node()
+            tree.nodes += 1
+            tree.memory += NODE_BYTES
+        tree.board.push(int(node.moves[i]))
+        return child
 
     def _reach_leaf(self, tree: Tree, board: cshogi.Board, node: Node, path: list[tuple[Node, int]],
                     leaves: list[_Leaf]) -> bool:
@@ -480,15 +516,18 @@ class Search:
 
     def _backup(self, tree: Tree, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
         """Add `value` (win rate for the leaf's side to move) up the path, removing virtual loss."""
-        leaf.visits += 1.0
-        leaf.value_sum += value
         correction = 1.0 - self.cfg.virtual_loss
-        for node, i in reversed(path):
-            value = 1.0 - value
-            node.n[i] += correction
-            node.w[i] += value
-            node.visits += correction
-            node.value_sum += value
+        if COMPILED_SELECT:
+            _compiled_backup(path, leaf, value, correction)
+        else:
+            leaf.visits += 1.0
+            leaf.value_sum += value
+            for node, i in reversed(path):
+                value = 1.0 - value
+                node.n[i] += correction
+                node.w[i] += value
+                node.visits += correction
+                node.value_sum += value
         tree.playouts += 1
         self.stats.playouts += 1
 
