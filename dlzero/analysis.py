@@ -31,6 +31,7 @@ Answers therefore come out of order when priorities differ. End of input drains 
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import json
 import logging
@@ -48,6 +49,7 @@ import numpy as np
 from dlzero.analysis_query import ACTIONS, QueryError, QueryReader, Task
 from dlzero.config import Config, SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
+from dlzero.engine.layout import engine_streams
 from dlzero.engine.player import Analysis, root_checks
 from dlzero.inference.base import Evaluator
 from dlzero.search import (
@@ -275,7 +277,8 @@ class AnalysisEngine:
 
     def _search(self, key: str, cfg: SearchConfig) -> Search:
         if key not in self._searches:
-            self._searches[key] = Search(self.evaluator, cfg)
+            laid_out = engine_streams(dataclasses.replace(self.cfg, search=cfg), self.evaluator)
+            self._searches[key] = Search(self.evaluator, dataclasses.replace(cfg, eval_streams=laid_out))
         return self._searches[key]
 
     def _maybe_clear_cache(self) -> None:

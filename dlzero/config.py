@@ -188,8 +188,10 @@ class SearchConfig:
     reuse_tree: bool = _field(True, None, "keep the played move's subtree between moves")
     nn_cache_size: int = _field(0, _non_negative, "entries of the evaluation cache (0: off)")
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")
-    eval_streams: int = _field(1, _positive, "batches in flight at once with pipeline on, each in its own helper "
-                               "thread: on a CPU, streams x inference.threads = cores keeps every core busy")
+    eval_streams: int = _field(0, _non_negative, "batches in flight at once with pipeline on, each in its own "
+                               "helper thread; 0: laid out for the cores (the engine's one game: on a CPU one "
+                               "thread a call, cores + 1 calls; on a GPU 2; self-play and gating: 1), see "
+                               "dlzero.engine.layout")
     dirichlet_alpha: float = _field(0.15, _positive, "root noise concentration (self-play)")
     dirichlet_epsilon: float = _field(0.25, _unit, "root noise weight (self-play)")
     algorithm: str = _field("puct", _one_of("puct", "gumbel"),

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dlzero.bench.infer import encoded_sample, make_evaluator, sample_boards
 from dlzero.bench.timing import rate
 from dlzero.config import Config
+from dlzero.engine.layout import engine_inference, engine_streams
 from dlzero.errors import ConfigError
 from dlzero.inference import Evaluator, NullEvaluator
 from dlzero.search import Search, Tree, split_leaves
@@ -122,12 +123,15 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
         if algorithm not in ("puct", "gumbel"):
             raise ConfigError(f"--algorithms: unknown root search '{algorithm}' (known: puct, gumbel)")
     algorithms = algorithms or [cfg.search.algorithm]
-    layouts = layouts or [(cfg.inference.threads, cfg.search.eval_streams)]
+    # default: the engine's own layout (`dlzero.engine.layout`; streams 0 are resolved once the network is loaded)
+    layouts = layouts or [(engine_inference(cfg).inference.threads, cfg.search.eval_streams)]
     for name in evaluators:
         mine = [layouts[0]] if name == "null" else layouts
         evs = {lay: NullEvaluator() if name == "null" else make_evaluator(name, model_path,
                                                                             _with_layout(cfg, "puct", *lay))
                for lay in mine}
+        evs = {(lay[0], lay[1] or engine_streams(_with_layout(cfg, "puct", *lay), ev)): ev for lay, ev in evs.items()}
+        mine = list(evs)
         for batch in batches:
             trees_list = [(1, playouts)]
             if many_trees and batch > 1:

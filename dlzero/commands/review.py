@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dlzero.analysis import AnalysisEngine
     from dlzero.data.records import read_games
+    from dlzero.engine.layout import engine_inference
     from dlzero.errors import ConfigError, DlzeroError
     from dlzero.inference import load_model
     from dlzero.review import default_out, plot_review, review_game, write_review
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     game = games[args.game - 1]
     for note in game.notes:
         print(f"dlzero review: {args.record}: {note}", file=sys.stderr)
-    engine = AnalysisEngine(load_model(args.model, cfg.inference), cfg, cfg.review.playouts)
+    engine = AnalysisEngine(load_model(args.model, engine_inference(cfg).inference), cfg, cfg.review.playouts)
     review = review_game(engine, game, cfg.review.playouts, cfg.review.positions_per_batch,
                          cfg.review.blunder_threshold, progress=not args.no_progress)
     header = [f"dlzero review of {Path(args.record).name}: model {Path(args.model).name}, "

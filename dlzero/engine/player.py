@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import cshogi
 
 from dlzero.config import Config
+from dlzero.engine.layout import engine_config
 from dlzero.engine.timeman import Limits, allocate, can_stop_early, is_critical
 from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, game_end
 from dlzero.inference.base import Evaluator
@@ -66,7 +67,7 @@ class Player:
     def __init__(self, evaluator: Evaluator, cfg: Config) -> None:
         self.evaluator = evaluator
         self.cfg = cfg
-        self.search = Search(evaluator, cfg.search)
+        self.search = Search(evaluator, engine_config(cfg, evaluator).search)  # `cfg` as given stays `self.cfg`
         self.tree: Tree | None = None
         self._start_sfen: str | None = None
         self._moves: list[int] = []

@@ -20,6 +20,9 @@ class Evaluator(ABC):
 
     #: short backend name for logs and benchmarks ("torch", "onnx", "null")
     backend: str = "?"
+    #: compute threads one call uses on a CPU (0: the library's default, every core); the engine lays out its
+    #: calls by it (`dlzero.engine.layout`)
+    threads: int = 0
 
     def __init__(self, max_batch: int, metadata: ModelMetadata | None = None) -> None:
         self.max_batch = max_batch
@@ -46,6 +49,11 @@ class Evaluator(ABC):
     def describe(self) -> str:
         """One line for logs: backend, device, precision."""
         return self.backend
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether the network runs on a GPU (the engine lays out its calls by it, `dlzero.engine.layout`)."""
+        return False
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing to release
         """Release device memory or sessions; the default holds nothing."""

@@ -117,6 +117,7 @@ class OnnxEvaluator(Evaluator):
             raise ModelFileError(f"{self.source}: onnxruntime cannot load it: {exc}") from None
         self._check_signature()
         super().__init__(cfg.max_batch, metadata or self._read_metadata())
+        self.threads = cfg.threads
         self.providers = self.session.get_providers()
         #: how the model was quantized (None: a plain fp32 export); see dlzero.inference.int8
         self.quant_report: QuantReport | None = read_report(self.session.get_modelmeta().custom_metadata_map)
@@ -147,6 +148,10 @@ class OnnxEvaluator(Evaluator):
     def _run(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         policy, value = self.session.run(list(OUTPUT_NAMES), {INPUT_NAME: planes})
         return policy, value
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.providers[0] in _GPU_PROVIDERS
 
     def describe(self) -> str:
         report = self.quant_report

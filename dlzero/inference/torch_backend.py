@@ -61,6 +61,7 @@ class TorchEvaluator(Evaluator):
         self.dtype = resolve_precision(cfg.precision, self.device)
         if cfg.threads > 0 and self.device.type == "cpu":
             torch.set_num_threads(cfg.threads)
+            self.threads = cfg.threads
         optimize = cfg.optimize
         if optimize == "auto":
             optimize = "freeze" if self.device.type == "cpu" else "none"
@@ -115,6 +116,10 @@ class TorchEvaluator(Evaluator):
             policy, value = self._module(x)
         return (policy.float().cpu().numpy().astype(np.float32, copy=False),
                 value.float().cpu().numpy().astype(np.float32, copy=False))
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.type == "cuda"
 
     def describe(self) -> str:
         precision = str(self.dtype).replace("torch.", "")

@@ -244,7 +244,8 @@ class Search:
         capacity = len(trees) * per_tree
         # a handoff per batch costs ~0.1 ms: worth it only when batches carry several leaves
         pipelined = self.cfg.pipeline and self.evaluator.backend != "null" and capacity >= 4
-        streams = self.cfg.eval_streams if pipelined else 0
+        # 0 (laid out by the engine, `dlzero.engine.layout`) means one stream for the searches it does not lay out
+        streams = (self.cfg.eval_streams or 1) if pipelined else 0
         # a buffer per batch in flight and one being filled: batches go out and come back in order,
         # so the next buffer round the ring is always the free one
         if len(self.buffers) < streams + 1 or self.buffers[0].shape[0] < capacity:

@@ -51,7 +51,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("Device", "string", "inference.device"),
     UsiOption("Precision", "combo", "inference.precision", choices=("auto", "fp32", "fp16", "bf16", "int8")),
     UsiOption("Threads", "spin", "inference.threads", 0, 256),
-    UsiOption("EvalStreams", "spin", "search.eval_streams", 1, 64),
+    UsiOption("EvalStreams", "spin", "search.eval_streams", 0, 64),
     UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
     UsiOption("Playouts", "spin", "usi.playouts", 0, 1_000_000_000),
     UsiOption("SearchAlgorithm", "combo", "search.algorithm", choices=("puct", "gumbel")),

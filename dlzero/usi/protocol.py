@@ -354,9 +354,10 @@ def _load_evaluator(path: str, cfg: Config) -> Evaluator:
     import numpy as np
 
     from dlzero.encoding import new_batch_buffer
+    from dlzero.engine.layout import engine_inference
     from dlzero.inference import load_model
 
-    evaluator = load_model(path, cfg.inference)
+    evaluator = load_model(path, engine_inference(cfg).inference)
     evaluator.evaluate(np.asarray(new_batch_buffer(1)))
     return evaluator
 
