@@ -190,7 +190,7 @@ class SearchConfig:
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")
     eval_streams: int = _field(0, _non_negative, "batches in flight at once with pipeline on, each in its own "
                                "helper thread; 0: laid out for the cores (the engine's one game: on a CPU one "
-                               "thread a call, cores + 1 calls; on a GPU 2; self-play and gating: 1), see "
+                               "thread a call, one call per core; on a GPU 2; self-play and gating: 1), see "
                                "dlzero.engine.layout")
     dirichlet_alpha: float = _field(0.15, _positive, "root noise concentration (self-play)")
     dirichlet_epsilon: float = _field(0.25, _unit, "root noise weight (self-play)")

@@ -84,9 +84,9 @@ def test_gui_options_are_accepted_and_a_small_hash_bounds_the_tree(model):
         assert sum("memory budget" in line for line in gui.seen) == 1
         nodes = [int(line.split(" nodes ")[1].split()[0]) for line in gui.seen if " nodes " in line]
         # 1 MiB at about 2 KB a node at the start position, plus a batch of leaves for each batch in flight (their
-        # expansions are counted when they come back; the engine's layout keeps cores + 1 going) and the one
-        # being collected
-        streams = usable_cores() + 1
+        # expansions are counted when they come back; the engine's layout keeps one per core going) and the
+        # one being collected
+        streams = usable_cores()
         assert 0 < max(nodes) < 1 + (1 << 20) // 1900 + 64 * (streams + 1)
     finally:
         if gui.proc.poll() is None:

@@ -108,7 +108,8 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
                  playouts: int, many_trees: bool = True, algorithms: list[str] | None = None,
                  layouts: list[tuple[int, int]] | None = None, rounds: int = 1) -> Iterator[dict]:
     """Rows: evaluator, algorithm, batch, trees, layout, sims_per_s (+ inference_only_per_s,
-    search_vs_inference, vs_best_inference), medians over `rounds`.
+    search_vs_inference, vs_best_inference), medians over `rounds`; each round measures every row once, in
+    alternating order.
 
     A layout is inference threads x evaluation streams (`search.eval_streams` batches in flight at
     once). `inference_only_per_s` is the pure network rate in the same layout (timed around each
@@ -136,27 +137,33 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
             trees_list = [(1, playouts)]
             if many_trees and batch > 1:
                 trees_list.append((batch, max(1, playouts // batch)))
+            # rounds outermost, the layouts in alternating order within them: on a machine whose speed drifts
+            # from one minute to the next, every layout meets the same minutes
+            runs = [(lay, algorithm, trees, per_tree) for lay in mine for algorithm in algorithms
+                    for trees, per_tree in trees_list]
+            sims: dict[tuple, list[float]] = {run: [] for run in runs}
+            shares: dict[tuple, list[float]] = {run: [] for run in runs}
+            timed: dict[tuple, list[float]] = {run: [] for run in runs}
+            for r in range(rounds):
+                for run in runs if r % 2 == 0 else runs[::-1]:
+                    lay, algorithm, trees, per_tree = run
+                    ev = evs[lay]
+                    _use_threads(ev, lay[0])
+                    before = _inference_rate(ev, batch, lay[1]) if name != "null" else 0.0
+                    sims[run].append(_search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees, per_tree))
+                    if name != "null":
+                        after = _inference_rate(ev, batch, lay[1])
+                        timed[run] += [before, after]
+                        shares[run].append(sims[run][-1] / ((before + after) / 2))
             rows = []
-            for lay in mine:
-                ev = evs[lay]
-                _use_threads(ev, lay[0])
-                for algorithm in algorithms:
-                    for trees, per_tree_playouts in trees_list:
-                        sims, shares, timed = [], [], []
-                        for _ in range(rounds):
-                            before = _inference_rate(ev, batch, lay[1]) if name != "null" else 0.0
-                            sims.append(_search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees,
-                                                     per_tree_playouts))
-                            if name != "null":
-                                after = _inference_rate(ev, batch, lay[1])
-                                timed += [before, after]
-                                shares.append(sims[-1] / ((before + after) / 2))
-                        row = {"evaluator": name, "algorithm": algorithm, "batch": batch, "trees": trees,
-                               "layout": f"{lay[0]}x{lay[1]}", "sims_per_s": round(statistics.median(sims), 1)}
-                        if name != "null":
-                            row["inference_only_per_s"] = round(statistics.median(timed), 1)
-                            row["search_vs_inference"] = round(statistics.median(shares), 3)
-                        rows.append(row)
+            for run in runs:
+                lay, algorithm, trees, _ = run
+                row = {"evaluator": name, "algorithm": algorithm, "batch": batch, "trees": trees,
+                       "layout": f"{lay[0]}x{lay[1]}", "sims_per_s": round(statistics.median(sims[run]), 1)}
+                if name != "null":
+                    row["inference_only_per_s"] = round(statistics.median(timed[run]), 1)
+                    row["search_vs_inference"] = round(statistics.median(shares[run]), 3)
+                rows.append(row)
             best = max((row.get("inference_only_per_s", 0.0) for row in rows), default=0.0)
             for row in rows:
                 if best:

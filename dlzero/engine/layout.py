@@ -6,11 +6,13 @@ gating share the cores among many games and worker processes and run one stream 
 
 On a CPU the tree (one Python thread) and the network compete for the same cores. One network call
 split over every core (inference.threads = cores, one stream) leaves the cores idle while the tree
-collects the next batch; calls of one thread each, one per core and one more, keep every core busy
-while the tree works beside them. Measured on a 2-core machine with a trained 5x64 network, batch 32
-(`dlzero bench search --layouts`, int8): one game ran at 0.45 of the machine's inference rate as 2x1,
-0.62 as 1x2 and 0.70-0.76 as 1x3. On a GPU two calls in flight let the tree fill one batch while the
-GPU works on the other (the torch backend runs its CUDA calls one at a time anyway).
+collects the next batch; calls of one thread each, one per core, keep the cores busy while the tree
+works beside them. Measured on a 2-core machine with a trained 5x64 int8 network, batch 32, one tree
+(`dlzero bench search --layouts 2x1,1x2,1x3`, README "Search speed"): 2x1 kept 0.50-0.64 of the
+machine's inference rate, 1x2 and 1x3 0.53-0.79, and over eight interleaved comparisons neither of
+those two was ahead (means 6.6k and 6.4k simulations/s; fp32 2.25k and 2.28k), so the layout takes the
+one with fewer threads. On a GPU two calls in flight let the tree fill one batch while the GPU works on
+the other (the torch backend runs its CUDA calls one at a time anyway).
 """
 
 from __future__ import annotations
@@ -42,14 +44,14 @@ def engine_inference(cfg: Config) -> Config:
 
 def engine_streams(cfg: Config, evaluator: Evaluator, cores: int | None = None) -> int:
     """Network calls in flight for one game: `search.eval_streams` when set; automatic (0): two on a GPU,
-    on a CPU one per `evaluator.threads` cores and one more (threads 0: one call over every core)."""
+    on a CPU one per `evaluator.threads` cores (threads 0: one call over every core)."""
     if cfg.search.eval_streams:
         return cfg.search.eval_streams
     if evaluator.on_gpu:
         return GPU_STREAMS
     cores = cores or usable_cores()
     per_call = min(evaluator.threads, cores) or cores
-    return max(1, cores // per_call) + 1
+    return max(1, cores // per_call)
 
 
 def engine_config(cfg: Config, evaluator: Evaluator) -> Config:
