@@ -54,6 +54,15 @@ static int get_array(PyObject *obj, Py_buffer *view, const char *format, Py_ssiz
     return 0;
 }
 
+/* The positional-argument count a METH_FASTCALL function takes: 0, or -1 with a TypeError naming it. */
+static int want_args(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, want);
+        return -1;
+    }
+    return 0;
+}
+
 /* A node's three edge arrays, held while one node is scored (and, for descend, updated). */
 typedef struct {
     Py_buffer p, n, w;
@@ -129,8 +138,7 @@ static Py_ssize_t best_index(const Edges *e, double parent_visits, double parent
 
 static PyObject *select_move(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "select takes 9 arguments");
+    if (want_args(nargs, 9, "select") < 0) {
         return NULL;
     }
     double scalars[6];
@@ -287,8 +295,7 @@ done:
 
 static PyObject *descend(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "descend takes 7 arguments");
+    if (want_args(nargs, 7, "descend") < 0) {
         return NULL;
     }
     PyObject *board = args[1], *path = args[2], *node_type = args[6];
@@ -340,8 +347,7 @@ static PyObject *descend(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 
 static PyObject *backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "backup takes 4 arguments");
+    if (want_args(nargs, 4, "backup") < 0) {
         return NULL;
     }
     PyObject *path = args[0], *leaf = args[1];
@@ -405,8 +411,7 @@ static PyObject *backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 static PyObject *softmax_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "softmax_rows takes 4 arguments");
+    if (want_args(nargs, 4, "softmax_rows") < 0) {
         return NULL;
     }
     PyObject *labels = args[1];
