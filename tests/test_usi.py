@@ -176,3 +176,28 @@ def test_go_byoyomi_and_nodes(usi):
     infos = [line for line in out.lines if line.startswith("info depth")]
     assert any(" multipv 2 " in line for line in infos)
     assert int(infos[-1].split(" nodes ")[1].split()[0]) >= 150
+
+
+def test_the_laid_out_engine_loads_one_thread_a_call_and_reloads_when_the_layout_is_set(model):
+    """EvalStreams 0 (the default) loads the network with one compute thread a call and searches with one
+    call in flight per core; setting EvalStreams with Threads left at 0 gives the library's threads back,
+    which is a new load at the next isready (a stream count alone is not)."""
+    from dlzero.engine.layout import usable_cores
+
+    out = _Lines()
+    engine = UsiEngine(Config(), model, out)
+    engine.handle("isready")
+    first = engine._evaluator
+    assert first.threads == 1 and engine._ensure_player().search.cfg.eval_streams == usable_cores()
+    engine.handle("setoption name EvalStreams value 2")
+    engine.handle("isready")
+    second = engine._evaluator
+    assert second is not first and second.threads == 0 and engine._ensure_player().search.cfg.eval_streams == 2
+    engine.handle("setoption name EvalStreams value 3")
+    engine.handle("isready")
+    assert engine._evaluator is second and engine._ensure_player().search.cfg.eval_streams == 3
+    engine.handle("position startpos")
+    engine.handle("go nodes 100")
+    engine._finish_search(wait=True)
+    assert len(out.bestmoves()) == 1
+    engine.handle("quit")

@@ -19,6 +19,7 @@ from typing import TextIO
 import cshogi
 
 from dlzero.config import Config
+from dlzero.engine.layout import engine_inference
 from dlzero.engine.player import Analysis, Player
 from dlzero.engine.timeman import Limits
 from dlzero.errors import DlzeroError
@@ -297,7 +298,9 @@ class UsiEngine:
         if self.model_path is None:
             self.send("info string error: no model: setoption name ModelPath value <file.pt|file.onnx>")
             return None
-        wanted = (self.model_path,) + tuple(get_key(self.cfg, k) for k in MODEL_KEYS)
+        # the settings the network is loaded with: the laid-out engine's, whose threads follow EvalStreams 0
+        loaded = engine_inference(self.cfg)
+        wanted = (self.model_path,) + tuple(get_key(loaded, k) for k in MODEL_KEYS)
         if self._evaluator is not None and self._loaded_as == wanted:
             return self._evaluator
         if self._evaluator is not None:
@@ -354,7 +357,6 @@ def _load_evaluator(path: str, cfg: Config) -> Evaluator:
     import numpy as np
 
     from dlzero.encoding import new_batch_buffer
-    from dlzero.engine.layout import engine_inference
     from dlzero.inference import load_model
 
     evaluator = load_model(path, engine_inference(cfg).inference)
