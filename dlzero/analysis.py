@@ -49,7 +49,7 @@ import numpy as np
 from dlzero.analysis_query import ACTIONS, QueryError, QueryReader, Task
 from dlzero.config import Config, SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
-from dlzero.engine.layout import engine_streams
+from dlzero.engine.layout import engine_config
 from dlzero.engine.player import Analysis, root_checks
 from dlzero.inference.base import Evaluator
 from dlzero.search import (
@@ -277,8 +277,8 @@ class AnalysisEngine:
 
     def _search(self, key: str, cfg: SearchConfig) -> Search:
         if key not in self._searches:
-            laid_out = engine_streams(dataclasses.replace(self.cfg, search=cfg), self.evaluator)
-            self._searches[key] = Search(self.evaluator, dataclasses.replace(cfg, eval_streams=laid_out))
+            laid_out = engine_config(dataclasses.replace(self.cfg, search=cfg), self.evaluator).search
+            self._searches[key] = Search(self.evaluator, laid_out)
         return self._searches[key]
 
     def _maybe_clear_cache(self) -> None:

@@ -22,13 +22,12 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlzero.analysis import AnalysisEngine, serve
-    from dlzero.engine.layout import engine_inference
+    from dlzero.engine.layout import load_engine_model
     from dlzero.errors import ConfigError
-    from dlzero.inference import load_model
 
     if args.playouts < 1 or args.max_batch < 1:
         raise ConfigError("--playouts and --max-batch must be at least 1")
     cfg = config_from_args(args)
-    engine = AnalysisEngine(load_model(args.model, engine_inference(cfg).inference), cfg, args.playouts)
+    engine = AnalysisEngine(load_engine_model(args.model, cfg), cfg, args.playouts)
     serve(engine, sys.stdin, sys.stdout, args.max_batch)
     return 0

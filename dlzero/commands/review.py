@@ -34,9 +34,8 @@ def run(args: argparse.Namespace) -> int:
 
     from dlzero.analysis import AnalysisEngine
     from dlzero.data.records import read_games
-    from dlzero.engine.layout import engine_inference
+    from dlzero.engine.layout import load_engine_model
     from dlzero.errors import ConfigError, DlzeroError
-    from dlzero.inference import load_model
     from dlzero.review import default_out, plot_review, review_game, write_review
 
     cfg = config_from_args(args, REVIEW_KEYS)
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     game = games[args.game - 1]
     for note in game.notes:
         print(f"dlzero review: {args.record}: {note}", file=sys.stderr)
-    engine = AnalysisEngine(load_model(args.model, engine_inference(cfg).inference), cfg, cfg.review.playouts)
+    engine = AnalysisEngine(load_engine_model(args.model, cfg), cfg, cfg.review.playouts)
     review = review_game(engine, game, cfg.review.playouts, cfg.review.positions_per_batch,
                          cfg.review.blunder_threshold, progress=not args.no_progress)
     header = [f"dlzero review of {Path(args.record).name}: model {Path(args.model).name}, "

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dlzero.config import Config, load_config
-from dlzero.engine.layout import engine_inference
+from dlzero.engine.layout import load_engine_model
 from dlzero.engine.player import Analysis, Player
 from dlzero.engine.timeman import Limits
-from dlzero.inference import Evaluator, load_model
+from dlzero.inference import Evaluator
 from dlzero.position import parse_position
 
 
@@ -24,7 +24,7 @@ class Engine:
              overrides: list[str] | tuple[str, ...] = ()) -> Engine:
         """Load a `.pt` or `.onnx` model; `config` is a YAML path or a Config (default: built-in)."""
         cfg = config if isinstance(config, Config) else load_config(config, overrides)
-        return cls(load_model(path, engine_inference(cfg).inference), cfg)
+        return cls(load_engine_model(path, cfg), cfg)
 
     def analyze(self, position: str, playouts: int = 800, limits: Limits | None = None) -> Analysis:
         """Search `position` and return the full analysis (best move, PV, win rate, visits)."""

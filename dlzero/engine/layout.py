@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 from dlzero.config import Config
+from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 
 GPU_STREAMS = 2
@@ -40,6 +42,11 @@ def engine_inference(cfg: Config) -> Config:
     if cfg.search.eval_streams or cfg.inference.threads:
         return cfg
     return dataclasses.replace(cfg, inference=dataclasses.replace(cfg.inference, threads=1))
+
+
+def load_engine_model(path: str | Path, cfg: Config) -> Evaluator:
+    """The network of one game's engine: `load_model` with the layout's threads (`engine_inference`)."""
+    return load_model(path, engine_inference(cfg).inference)
 
 
 def engine_streams(cfg: Config, evaluator: Evaluator, cores: int | None = None) -> int:

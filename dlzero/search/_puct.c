@@ -168,6 +168,17 @@ static int get_double(PyObject *obj, PyObject *name, double *out) {
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* Whether attribute `name` of `obj` is None: 1 or 0, or -1 with an error set. */
+static int is_none(PyObject *obj, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL) {
+        return -1;
+    }
+    const int none = v == Py_None;
+    Py_DECREF(v);
+    return none;
+}
+
 static int set_double(PyObject *obj, PyObject *name, double value) {
     PyObject *v = PyFloat_FromDouble(value);
     if (v == NULL) {
@@ -316,21 +327,13 @@ static PyObject *descend(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *node = args[0];
     Py_INCREF(node);
     for (int level = 0;; level++) {
-        PyObject *terminal = PyObject_GetAttr(node, s_terminal);
-        if (terminal == NULL) {
+        /* the walk goes on through expanded nodes (moves set) that hold no proven result (terminal None) */
+        const int unproven = is_none(node, s_terminal), unexpanded = unproven < 0 ? -1 : is_none(node, s_moves);
+        if (unproven < 0 || unexpanded < 0) {
             Py_DECREF(node);
             return NULL;
         }
-        const int proven = terminal != Py_None;
-        Py_DECREF(terminal);
-        PyObject *moves = PyObject_GetAttr(node, s_moves);
-        if (moves == NULL) {
-            Py_DECREF(node);
-            return NULL;
-        }
-        const int expanded = moves != Py_None;
-        Py_DECREF(moves);
-        if (proven || !expanded) {
+        if (!unproven || unexpanded) {
             break;
         }
         PyObject *child = step(node, board, path, (level == 0 && own_root) ? root_params : params, vl, node_type,
@@ -341,8 +344,7 @@ static PyObject *descend(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         node = child;
     }
-    PyObject *out = Py_BuildValue("(Nl)", node, created);
-    return out;
+    return Py_BuildValue("(Nl)", node, created);
 }
 
 static PyObject *backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

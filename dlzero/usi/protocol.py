@@ -19,7 +19,7 @@ from typing import TextIO
 import cshogi
 
 from dlzero.config import Config
-from dlzero.engine.layout import engine_inference
+from dlzero.engine.layout import engine_inference, load_engine_model
 from dlzero.engine.player import Analysis, Player
 from dlzero.engine.timeman import Limits
 from dlzero.errors import DlzeroError
@@ -357,9 +357,8 @@ def _load_evaluator(path: str, cfg: Config) -> Evaluator:
     import numpy as np
 
     from dlzero.encoding import new_batch_buffer
-    from dlzero.inference import load_model
 
-    evaluator = load_model(path, engine_inference(cfg).inference)
+    evaluator = load_engine_model(path, cfg)
     evaluator.evaluate(np.asarray(new_batch_buffer(1)))
     return evaluator
 
