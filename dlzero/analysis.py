@@ -27,6 +27,13 @@ the main thread takes up to `max_batch` waiting turns, highest `priority` first 
 order), and searches those sharing a search config in lockstep in one `Search.run`, so the
 network sees one batch across positions (each tree adds `search.leaves_per_tree` leaves to it).
 Answers therefore come out of order when priorities differ. End of input drains the queue, then the engine exits.
+
+Bad input costs one answer, never the engine: every line is answered (an error line when it is not
+a query: bad JSON, nested too deeply, not UTF-8, longer than `analysis.max_line_bytes`), and an
+exception met while handling a line (a bug included) becomes that line's error answer, logged with
+its traceback. Lines are read with a bounded `readline`, so an over-long line is skipped chunk by
+chunk, never held whole in memory. Output is always UTF-8 JSON: what cannot be written as UTF-8 (a
+lone surrogate from a `"\\ud800"` escape in a query) is written as a JSON `\\u` escape instead.
 """
 
 from __future__ import annotations
@@ -39,15 +46,15 @@ import math
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Any, TextIO
 
 import cshogi
 import numpy as np
 
-from dlzero.analysis_query import ACTIONS, QueryError, QueryReader, Task
-from dlzero.config import Config, SearchConfig
+from dlzero.analysis_query import ACTIONS, Parsed, QueryError, QueryReader, Task, leading_id
+from dlzero.config import AnalysisConfig, Config, SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
 from dlzero.engine.layout import engine_config
 from dlzero.engine.player import Analysis, root_checks
@@ -68,6 +75,7 @@ from dlzero.version import __version__
 LCB_Z = 1.96
 log = logging.getLogger(__name__)
 PV_MAX = 32
+DISCARD_CHUNK = 1 << 16  # what an over-long line is read (and dropped) in
 
 
 def analysis_of(tree: Tree, elapsed: float) -> Analysis:
@@ -156,10 +164,9 @@ class AnalysisEngine:
         out: list[tuple[int, dict]] = []
         tasks: list[Task] = []
         for i, line in enumerate(lines):
-            try:
-                parsed = self.reader.read(line)
-            except QueryError as exc:
-                out.append((i, exc.to_answer()))
+            parsed = self.parse(line)
+            if isinstance(parsed, dict):
+                out.append((i, parsed))
                 continue
             out.extend((i, w) for w in parsed.warnings)
             if parsed.action is not None:
@@ -170,6 +177,15 @@ class AnalysisEngine:
         self.search(tasks, lambda task, answer: out.append((task.seq, answer)))
         out.sort(key=lambda item: item[0])
         return [answer for _, answer in out]
+
+    def parse(self, line: str) -> Parsed | dict:
+        """A line read into tasks or an action, or the error answer that replaces it; never raises."""
+        try:
+            return self.reader.read(line)
+        except QueryError as exc:
+            return exc.to_answer()
+        except Exception as exc:  # a bug met by one line must cost that line's answer, not the engine
+            return internal_error(line, exc)
 
     def act(self, action: dict) -> dict:
         """Answer an action that needs no scheduler (query_version, clear_cache; others are echoed)."""
@@ -288,6 +304,52 @@ class AnalysisEngine:
                 search.cache.clear()
 
 
+def internal_error(line: str, exc: Exception) -> dict:
+    """The answer to a line whose handling raised something other than a QueryError (logged: a bug)."""
+    log.error("analysis: handling a line failed", exc_info=exc)
+    return {"id": leading_id(line), "error": f"internal error on this line: {type(exc).__name__}: {exc}"}
+
+
+def dump_answer(answer: dict[str, Any]) -> str:
+    """One answer as a JSON line that is valid UTF-8 whatever the query held."""
+    text = json.dumps(answer, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a "\ud800" escape in the query): \u escapes instead
+        text = json.dumps(answer)
+    return text + "\n"
+
+
+def read_lines(stream: IO, max_bytes: int) -> Iterator[str | QueryError]:
+    """The lines of `stream` (bytes decoded as UTF-8, or text), or a QueryError in place of a line
+    that is longer than `max_bytes` (characters on a text stream) or not UTF-8.
+
+    `readline` is bounded, so no line is ever held in memory beyond `max_bytes`: the rest of an
+    over-long line is read in `DISCARD_CHUNK` pieces and dropped.
+    """
+    while True:
+        raw = stream.readline(max_bytes + 1)
+        if not raw:
+            return
+        newline = "\n" if isinstance(raw, str) else b"\n"
+        if len(raw) > max_bytes and not raw.endswith(newline):
+            while (chunk := stream.readline(DISCARD_CHUNK)) and not chunk.endswith(newline):
+                pass
+            head = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            yield QueryError(f"line longer than {max_bytes} bytes (analysis.max_line_bytes, --max-line-bytes); "
+                             "skipped", query_id=leading_id(head))
+            continue
+        if isinstance(raw, str):
+            yield raw
+            continue
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = raw[exc.start:exc.end]
+            yield QueryError(f"line is not valid UTF-8 (bytes {bad!r} at offset {exc.start}); JSON text is UTF-8",
+                             query_id=leading_id(raw[:exc.start].decode("utf-8")))
+
+
 def _move_filter(task: Task) -> Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None]:
     """The Tree hook that applies a task's avoidMoves / allowMoves."""
     def keep(board: cshogi.Board, depth: int, moves: np.ndarray) -> np.ndarray | None:
@@ -329,19 +391,25 @@ class AnalysisServer:
         self._eof = False
 
     def emit(self, answer: dict) -> None:
+        text = dump_answer(answer)
         with self._out_lock:
-            self.out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            self.out.write(text)
             self.out.flush()
 
     def submit(self, line: str) -> None:
         """Handle one input line (reader thread): queue its tasks, or apply its action now."""
         if not line.strip():
             return
-        try:
-            parsed = self.engine.reader.read(line)
-        except QueryError as exc:
-            self.emit(exc.to_answer())
+        parsed = self.engine.parse(line)
+        if isinstance(parsed, dict):
+            self.emit(parsed)
             return
+        try:
+            self._queue(parsed)
+        except Exception as exc:  # a failed action or a bug: this line's answer, and the engine goes on
+            self.emit(internal_error(line, exc))
+
+    def _queue(self, parsed: Parsed) -> None:
         for warning in parsed.warnings:
             self.emit(warning)
         if parsed.action is not None:
@@ -415,14 +483,22 @@ class AnalysisServer:
                                "error": f"search failed: {type(exc).__name__}: {exc}"})
 
 
-def serve(engine: AnalysisEngine, stream: TextIO, out: TextIO, max_batch: int = 64) -> None:
-    """Answer queries from `stream` until it ends and every queued turn is answered."""
+def serve(engine: AnalysisEngine, stream: IO, out: TextIO, max_batch: int = 64,
+          max_line_bytes: int = AnalysisConfig.max_line_bytes) -> None:
+    """Answer queries from `stream` (bytes, read as UTF-8, or text) until it ends and every queued
+    turn is answered; an error reading `stream` itself is raised once the queue is drained."""
     server = AnalysisServer(engine, out, max_batch)
+    failed: list[BaseException] = []
 
     def reader() -> None:
         try:
-            for line in stream:
-                server.submit(line)
+            for line in read_lines(stream, max_line_bytes):
+                if isinstance(line, QueryError):
+                    server.emit(line.to_answer())
+                else:
+                    server.submit(line)
+        except BaseException as exc:  # the input itself failed (not a line in it): end like EOF, report it
+            failed.append(exc)
         finally:
             server.close_input()
 
@@ -430,3 +506,5 @@ def serve(engine: AnalysisEngine, stream: TextIO, out: TextIO, max_batch: int = 
     thread.start()
     server.run()
     thread.join()
+    if failed:
+        raise failed[0]

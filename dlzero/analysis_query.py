@@ -22,7 +22,10 @@ shogi's own where Go's do not fit; today's dlzero names stay valid as aliases:
 
 A bad field is a `QueryError` naming it, and the query is not searched; a field this engine does
 not use (a typo, or a Go-only KataGo field such as `komi`) is a warning naming it, and the query
-is still searched.
+is still searched. A line that is not a query at all (not JSON, `NaN`, nested deeper than
+`MAX_DEPTH`) is a `QueryError` too, with the id read from the line's start where it can be: the
+reader must survive every line, and nothing deeper than `MAX_DEPTH` gets past it, so no later
+`repr` or `json.dumps` of an echoed value can hit Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ GO_ONLY_FIELDS = {"rules", "komi", "boardXSize", "boardYSize", "initialStones", 
                   "includeMovesOwnership", "whiteHandicapBonus", "rootPolicyTemperature", "rootFpuReductionMax"}
 _USI_MOVE_RE = re.compile(r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]")
 _PLAYERS = {"b": cshogi.BLACK, "black": cshogi.BLACK, "w": cshogi.WHITE, "white": cshogi.WHITE}
+MAX_DEPTH = 32  # nesting of a query; real ones need 4 ({"avoidMoves": [{"moves": [...]}]})
+# `{"id": <string or number or literal>` at the start of a line: the id of a line that cannot be parsed
+_LEADING_ID_RE = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)')
 
 
 class QueryError(DlzeroError):
@@ -131,12 +137,18 @@ class QueryReader:
     def read(self, line: str) -> Parsed:
         """Parse one line; raises QueryError naming the bad field."""
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise QueryError(f"not valid JSON: {exc}") from None
+            data = json.loads(line, parse_constant=_no_constant)
+        except RecursionError:
+            raise QueryError(f"JSON nested too deeply (a query has at most {MAX_DEPTH} levels)",
+                             query_id=leading_id(line)) from None
+        except ValueError as exc:  # bad JSON, NaN/Infinity, an integer of more digits than Python converts
+            raise QueryError(f"not valid JSON: {exc}", query_id=leading_id(line)) from None
         if not isinstance(data, dict):
             raise QueryError("a query must be a JSON object")
         qid = data.get("id")
+        if depth(data) > MAX_DEPTH:
+            raise QueryError(f"JSON nested too deeply (a query has at most {MAX_DEPTH} levels)",
+                             query_id=qid if depth(qid) <= MAX_DEPTH else None)
         if "action" in data:
             return self._action(data, qid)
         parsed = Parsed()
@@ -307,10 +319,31 @@ def _bool(data: dict, key: str, qid: Any) -> bool:
     return value
 
 
-def id_of(line: str) -> Any:
-    """The id of a line that failed to parse, when it can still be read."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError:
+def _no_constant(name: str) -> Any:
+    """json's hook for NaN, Infinity and -Infinity, which JSON does not have: they are refused."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def depth(value: Any) -> int:
+    """Nesting depth of parsed JSON (a scalar is 0), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def leading_id(line: str) -> Any:
+    """The id of a line that cannot be parsed whole (bad JSON, too deep, too long), when the line
+    starts with it, as clients usually write it; None otherwise."""
+    match = _LEADING_ID_RE.match(line)
+    if match is None:
         return None
-    return data.get("id") if isinstance(data, dict) else None
+    try:
+        return json.loads(match.group(1), parse_constant=_no_constant)
+    except ValueError:
+        return None

@@ -89,13 +89,116 @@ def _block_indices(v: Any) -> str | None:
     return None if ok else "must be a list of block indices (0 = the first block), e.g. [2, 4]"
 
 
-_ANCHOR_NAME = re.compile(r"(random|alphabeta:[1-9]\d*|gen-\d{4,})$")
+ENGINE_KINDS = ("gpsshogi", "fairy-stockfish", "usi")
+_LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
+# per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
+_ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi"), "fairy-stockfish": ("skill", "byoyomi", "nodes"), "usi": _LIMITS}
+ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, gpsshogi:depth=D[:byoyomi=MS], "
+                "fairy-stockfish:skill=S:byoyomi=MS (or :nodes=N), usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS "
+                "(or nodes=N, depth=N)")
+
+
+@dataclass(frozen=True)
+class AnchorName:
+    """A `rate.anchors` entry taken apart by `parse_anchor`.
+
+    `kind`: random, alphabeta, gen, or an engine (`ENGINE_KINDS`). `value`: the N of alphabeta:N and
+    gen-NNNN, the command line of usi:COMMAND. `settings`: an engine's whole-number keys (depth, skill, and
+    the `go` limits byoyomi, nodes, depth) in the order its name lists them; `options`: a usi: anchor's
+    USI options, as written. The name is what ratings files and CSVs key on, so it has one spelling:
+    `canonical()` writes it back, and `parse_anchor` refuses any other spelling.
+    """
+
+    kind: str
+    value: str = ""
+    settings: tuple[tuple[str, int], ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+
+    def setting(self, key: str) -> int | None:
+        return dict(self.settings).get(key)
+
+    def canonical(self) -> str:
+        if self.kind == "random":
+            return "random"
+        if self.kind == "gen":
+            return f"gen-{self.value}"
+        fields = [f"{k}={v}" for k, v in self.options] + [f"{k}={v}" for k, v in self.settings]
+        if self.kind == "usi":  # `;` as in a teacher's usi:COMMAND;Key=value: a command line may hold ':'
+            return ";".join([f"usi:{self.value}", *fields])
+        return ":".join([self.kind, *fields])
+
+
+def parse_anchor(name: str) -> AnchorName:
+    """`name` (a `rate.anchors` entry, see `ANCHOR_FORMS`) taken apart; ValueError says what is wrong.
+
+    Named engines separate their keys with `:`; `usi:` takes a command line (arguments allowed) and
+    separates its keys with `;`, as the teachers' `usi:COMMAND;Key=value` specs do, so the same text
+    names an engine in both places (limits aside). Ranges are the engines' own: GPS Shogi's LimitDepth
+    4..10, Fairy-Stockfish's Skill Level -20..20. A named engine needs its strength and a fixed limit
+    (fairy-stockfish exactly one of byoyomi and nodes; gpsshogi stops at its depth, byoyomi only caps
+    it), a usi: engine at least one limit, so that the name alone defines the player.
+    """
+    if name == "random":
+        return AnchorName("random")
+    if m := re.fullmatch(r"alphabeta:([1-9]\d*)", name):
+        return AnchorName("alphabeta", m.group(1))
+    if m := re.fullmatch(r"gen-(\d{4,})", name):
+        return AnchorName("gen", m.group(1))
+    kind, _, rest = name.partition(":")
+    if kind not in ENGINE_KINDS or not rest:
+        raise ValueError(f"'{name}' is not an anchor (one of: {ANCHOR_FORMS})")
+    fields = rest.split(";" if kind == "usi" else ":")
+    value = ""
+    if kind == "usi":
+        value, fields = fields[0], fields[1:]
+        if not value.strip() or value != value.strip():
+            raise ValueError(f"'{name}': usi: is followed by the engine's command (e.g. "
+                             "usi:/opt/yane/run;Threads=1;byoyomi=1000)")
+    allowed = _ENGINE_KEYS[kind]
+    numbers: dict[str, int] = {}
+    options: dict[str, str] = {}
+    for part in fields:
+        key, sep, text = part.partition("=")
+        if not sep or not key or not text:
+            raise ValueError(f"'{name}': '{part}' is not KEY=VALUE")
+        if key in numbers or key in options:
+            raise ValueError(f"'{name}': {key} is given twice")
+        if key not in allowed and kind != "usi":
+            raise ValueError(f"'{name}': {kind} takes {', '.join(allowed)}, not '{key}'")
+        if key not in allowed:
+            options[key] = text
+            continue
+        try:
+            numbers[key] = int(text)
+        except ValueError:
+            raise ValueError(f"'{name}': {key} must be a whole number, not '{text}'") from None
+    limits = [k for k in _LIMITS if k in numbers and (kind != "gpsshogi" or k != "depth")]
+    bad = [k for k in limits if numbers[k] < 1]
+    if bad:
+        raise ValueError(f"'{name}': {bad[0]} must be >= 1")
+    if kind == "gpsshogi" and not 4 <= numbers.get("depth", 0) <= 10:
+        raise ValueError(f"'{name}': gpsshogi needs depth=D with D from 4 to 10 (its LimitDepth)")
+    if kind == "fairy-stockfish":
+        if "skill" not in numbers or not -20 <= numbers["skill"] <= 20:
+            raise ValueError(f"'{name}': fairy-stockfish needs skill=S with S from -20 to 20 (its Skill Level)")
+        if len(limits) != 1:
+            raise ValueError(f"'{name}': fairy-stockfish needs exactly one of byoyomi=MS and nodes=N")
+    if kind == "usi" and not limits:
+        raise ValueError(f"'{name}': a usi: engine needs a limit: byoyomi=MS, nodes=N or depth=N")
+    parsed = AnchorName(kind, value, tuple((k, numbers[k]) for k in allowed if k in numbers),
+                        tuple(options.items()))
+    if parsed.canonical() != name:
+        raise ValueError(f"'{name}': write it as '{parsed.canonical()}' (one spelling per player: rating "
+                         f"files and CSVs go by the name)")
+    return parsed
 
 
 def _anchor_list(v: Any) -> str | None:
-    bad = [a for a in v if not _ANCHOR_NAME.match(str(a))]
-    if bad:
-        return f"names '{bad[0]}', not an anchor (random, alphabeta:N with N >= 1, gen-NNNN; engines: rate.engines)"
+    for name in v:
+        try:
+            parse_anchor(str(name))
+        except ValueError as exc:
+            return f"has {exc}"
     if "random" not in v:
         return "must include 'random' (the rating scale's zero)"
     return None if len(set(v)) == len(v) else "must not name an anchor twice"
@@ -167,13 +270,18 @@ class SearchConfig:
 
     leaves_per_tree: int = _field(64, _positive, "leaves one tree adds to each network call, kept apart by virtual "
                                   "loss (engine, analysis, bench search); was search.batch_size")
-    c_init: float = _field(1.44, _positive, "c(N) = c_init + ln((N + c_base + 1) / c_base)")
-    c_base: float = _field(28288.0, _positive)
-    c_init_root: float = _field(1.16, _positive)
-    c_base_root: float = _field(25617.0, _positive)
-    fpu_reduction: float = _field(0.27, _non_negative, "first-play urgency reduction below the root")
-    fpu_reduction_root: float = _field(0.0, _non_negative)
-    softmax_temperature: float = _field(1.74, _positive, "policy temperature for priors")
+    # The PUCT constants and the temperature are also USI spins under dlshogi's names (C_init, C_base,
+    # C_fpu_reduction, the _root variants, Softmax_Temperature; hundredths where fractional), so a
+    # tuner such as shogiarena's SPSA can move them: docs/usi-options.md.
+    c_init: float = _field(1.44, _positive, "c(N) = c_init + ln((N + c_base + 1) / c_base) below the root "
+                           "(USI C_init, hundredths)")
+    c_base: float = _field(28288.0, _positive, "see c_init (USI C_base)")
+    c_init_root: float = _field(1.16, _positive, "c_init at the root (USI C_init_root)")
+    c_base_root: float = _field(25617.0, _positive, "c_base at the root (USI C_base_root)")
+    fpu_reduction: float = _field(0.27, _non_negative, "first-play urgency reduction below the root: an "
+                                  "unvisited move is worth parent Q - this * sqrt(visited prior) (USI C_fpu_reduction)")
+    fpu_reduction_root: float = _field(0.0, _non_negative, "fpu_reduction at the root (USI C_fpu_reduction_root)")
+    softmax_temperature: float = _field(1.74, _positive, "policy temperature for priors (USI Softmax_Temperature)")
     virtual_loss: int = _field(1, _positive)
     draw_value_black: float = _field(0.5, _unit, "win rate of a draw for Black when Black makes the drawing move")
     draw_value_white: float = _field(0.5, _unit, "win rate of a draw for White when White makes the drawing move")
@@ -224,6 +332,8 @@ class SelfplayConfig:
     games_per_shard: int = _field(32, _positive, "games per hcpe3 shard file")
     ray: str = _field("", None, "Ray cluster for workers: '' (local processes), local, auto, or an address")
     max_restarts: int = _field(3, _non_negative, "times a dead self-play worker is restarted for its unsaved games")
+    nice: int = _field(0, _non_negative, "niceness added to worker processes (the async loop sets "
+                       "loop.selfplay_nice here, so that training beside them gets its core)")
 
 
 @dataclass
@@ -237,7 +347,16 @@ class TrainConfig:
     weight_decay: float = _field(1e-4, _non_negative)
     lr_schedule: str = _field("constant", _one_of("constant", "cosine"))
     warmup_steps: int = _field(0, _non_negative)
-    steps_per_generation: int = _field(400, _positive)
+    steps_per_generation: int = _field(400, _positive, "steps of a generation: the cap when reuse > 0, the "
+                                       "fixed count when reuse is 0")
+    reuse: float = _field(4.0, _non_negative, "times each new training position is sampled on average (KataGo's "
+                          "reuse ratio): steps = new positions x reuse / batch_size; 0: steps_per_generation")
+    min_steps: int = _field(10, _positive, "fewest steps of a generation when reuse > 0")
+    value_weight: float = _field(1.0, _non_negative, "weight of the value loss (policy: 1)")
+    validation_set: str = _field("fairy-stockfish-n20k.hcpe3", None, "fixed held-out games every model is scored "
+                                 "on: a file in configs/validation/ or a path; empty: none")
+    validation_positions: int = _field(4096, _non_negative, "most positions scored per held-out set (0: no "
+                                       "held-out validation)")
     window_min: int = _field(20_000, _positive, "replay window (positions) at the start of a run")
     window_max: int = _field(2_000_000, _positive, "largest replay window (positions)")
     window_exponent: float = _field(0.75, _positive, "window grows like positions_seen ** exponent")
@@ -292,7 +411,8 @@ class RateConfig:
 
     anchors: list = _field(["random", "alphabeta:100", "alphabeta:1000", "alphabeta:10000", "gen-0000"],
                            _anchor_list, "anchor pool, weakest first: random (Elo 0), alphabeta:N (node budget), "
-                           "gen-NNNN; each model plays each anchor, and neighbouring anchors play each other")
+                           "gen-NNNN, USI engines (gpsshogi:depth=D, fairy-stockfish:skill=S:byoyomi=MS, "
+                           "usi:PATH:...); each model plays each anchor, and neighbouring anchors play each other")
     engines: list = _field([], None, "outside USI engines as NAME=COMMAND; they join the anchor pool")
     engine_go: str = _field("byoyomi 1000", None, "what follows 'go' for outside engines (e.g. nodes 800)")
     engine_timeout_s: float = _field(120.0, _positive, "an outside engine silent this long is an error")
@@ -343,6 +463,30 @@ class ReviewConfig:
 
 
 @dataclass
+class AnalysisConfig:
+    """`dlzero analyze`: bounds on what a client may send."""
+
+    max_line_bytes: int = _field(1 << 20, _positive, "longest query line read; a longer one gets an error answer "
+                                 "and is skipped without being held in memory")
+
+
+@dataclass
+class LoopConfig:
+    """`dlzero loop`: how self-play, training, gating and rating share the machine."""
+
+    mode: str = _field("sequential", _one_of("sequential", "async"),
+                       "sequential: self-play, train, gate, rate one after another (all cores for each; a "
+                       "GPU that trains far faster than it self-plays); async: self-play never stops, and "
+                       "training, calibration, gating and rating run beside it in the loop's process")
+    train_threads: int = _field(1, _positive, "async: compute threads of training, calibration and gating "
+                                "(self-play keeps its selfplay.workers processes)")
+    selfplay_nice: int = _field(5, _non_negative, "async: niceness of the self-play workers, so that the "
+                                "trainer's threads get their cores while it trains and the workers get "
+                                "every core while it waits (0: all equal)")
+    status_every_s: float = _field(60.0, _positive, "async: seconds between status lines while waiting for games")
+
+
+@dataclass
 class Config:
     """The whole configuration of a run."""
 
@@ -356,6 +500,8 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
 
 
 def _type_of(cls: type, name: str) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 
 from dlzero.config import Config, config_from_dict, dump_config, read_yaml
 from dlzero.data.atomic import atomic_write_text
-from dlzero.data.hcpe3 import shard_glob
+from dlzero.data.hcpe3 import is_committed, shard_glob
 from dlzero.errors import RunDirError
 from dlzero.version import __version__
 
@@ -34,6 +34,7 @@ RUN_FORMAT_VERSION = 1
 _GEN_RE = re.compile(r"gen-(\d{4,})\.pt$")
 GENERATION_GLOB = "gen-*"
 SELFPLAY_STATE = "selfplay_state.json"
+VALIDATION_CSV = "validation.csv"  # metrics/: held-out figures of every model (train.validation)
 
 
 def generation_name(generation: int) -> str:
@@ -161,9 +162,9 @@ class RunDir:
 
     def shards(self, prefix: str | None = None) -> list[Path]:
         """Every complete hcpe3 shard of the run (only `prefix`'s, if given), newest first (temp files
-        are never listed)."""
+        are never listed, nor shards whose sidecar was never written: see dlzero.data.hcpe3)."""
         pattern = f"{GENERATION_GLOB}/{shard_glob(prefix)}"
-        shards = [p for p in self.data_dir.glob(pattern) if not p.name.startswith(".")]
+        shards = [p for p in self.data_dir.glob(pattern) if not p.name.startswith(".") and is_committed(p)]
         return sorted(shards, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
 
     def read_json(self, name: str, default: Any = None) -> Any:

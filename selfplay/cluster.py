@@ -4,9 +4,15 @@ Roles still meet only through the run directory, which every node must see at th
 (NFS, a shared volume): workers read `models/best.json` and write shards there.
 
 - Workers are Ray tasks (`num_cpus` = their compute threads). A task that dies (its process is
-  killed, its node is lost) is started again for the games its shards do not hold yet, up to
+  killed, its node is lost) is started again, wherever Ray finds room, for the games its shards do
+  not hold yet (counted from the sidecars on the shared disk, not from its messages), up to
   `selfplay.max_restarts` times per worker, as local workers are; games it had played but not yet
-  written are lost.
+  written are lost, shards it wrote stay. Ray's own task retries are off (`max_retries=0`): a retry
+  would replay the whole share, the games already saved included.
+- The workers' message queue is an actor pinned to the driver's node, so that losing any other
+  node cannot take the queue (and every report in it) down with it.
+- A disk that refuses writes stops the session as it does locally (`selfplay.parent`): the
+  running tasks are cancelled, none is resubmitted, and one StorageError is raised.
 - With `server.enabled`, one inference server runs per GPU of the cluster (an actor holding one
   GPU, which spawns the server process), or one on the CPU when the cluster has no GPU; workers
   are pinned to their server's node, since they meet it through shared memory.
@@ -24,6 +30,7 @@ import secrets
 from typing import Any
 
 from dlzero.config import Config, config_to_dict
+from dlzero.data.hcpe3 import storage_error
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerAddress, start_server
 from dlzero.rundir import RunDir
@@ -105,7 +112,8 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
     threads = cfg.inference.threads or 1
     started = connect(address, num_cpus=max(os.cpu_count() or 1, n_workers * threads + 1))
     servers: list[tuple[Any, ServerAddress, str]] = []
-    queue = Queue()
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
     collector = Collector(rd, cfg, games, n_workers, progress)
     task = ray.remote(play_worker)
     assigned = split_evenly(games, n_workers)
@@ -132,6 +140,13 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
             for msg in queue.get_nowait_batch(queue.qsize()):
                 collector.handle(msg)
 
+    def stop_others(failed: int | None) -> None:  # each task saves what it can and ends; none is resubmitted
+        for ref, w in running.items():
+            if w != failed:
+                ray.cancel(ref)
+
+    collector.on_fatal = stop_others
+
     try:
         if cfg.server.enabled:
             servers = _start_servers(ray, rd, cfg)
@@ -146,7 +161,11 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
                     ray.get(ref)
                 except Exception as exc:
                     drain()
+                    fatal = storage_error(getattr(exc, "cause", None) or exc)  # a RayTaskError wraps it
+                    if fatal is not None:
+                        collector.fail(str(fatal), w)
                     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    collector.worker_died(w, reason)
                     left = collector.replay_share(w, session, assigned[w], attempts[w], reason)
                     if left:
                         submit(w, left)

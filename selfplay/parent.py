@@ -6,6 +6,11 @@ which report the same messages. The parent feeds no-resign games to a `ResignCon
 the threshold to `selfplay_state.json`, which every worker reads back: one writer, many readers, so
 concurrent workers never lose an update. A dead worker is reported, and started again for the games
 its shards do not hold (up to `selfplay.max_restarts` times) while the others go on.
+
+A disk that refuses writes (full, over quota, read-only) is not such a death: the first worker (or
+the parent) that meets it makes the session stop every worker, restart none, and raise one
+StorageError. A restarted worker could only play games it cannot save (the loop that replayed
+124 games and saved none).
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from dlzero.config import Config, config_to_dict
-from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, read_sidecar
+from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, StorageError, discard_uncommitted, read_sidecar, storage_error
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerProcess, default_devices, start_server
 from dlzero.rundir import RunDir
 from selfplay.bootstrap import ensure_best_model
-from selfplay.worker import STATE_FILE, PipeReporter, load_resign, play_worker, shard_prefix
+from selfplay.worker import STATE_FILE, PipeReporter, load_resign, process_main, shard_prefix
 
 
 @dataclass
@@ -101,9 +106,12 @@ class Collector:
         self.max_restarts = cfg.selfplay.max_restarts
         self.summary = SelfplaySummary()
         self.per = [WorkerSummary() for _ in range(n_workers)]
+        self.writers: list[list[tuple[str, str]]] = [[] for _ in range(n_workers)]  # (directory, stem) per worker
         self.resign = load_resign(rd, cfg)
         self.reasons: Counter[str] = Counter()
         self.start = time.perf_counter()
+        self.fatal = ""  # the storage error that stops the session ("" while none)
+        self.on_fatal: Callable[[int | None], None] | None = None  # stops the running workers but this one
         self.bar = None
         if progress:
             from tqdm import tqdm
@@ -126,7 +134,7 @@ class Collector:
             self.reasons[data["reason"]] += 1
             if data["false_positive"] is not None:
                 self.resign.observe(data["false_positive"])
-                self.rd.write_json(STATE_FILE, self.resign.to_dict())
+                self._write_state()
             if self.bar is not None:
                 hours = (time.perf_counter() - self.start) / 3600.0
                 self.bar.update(1)
@@ -140,9 +148,43 @@ class Collector:
             summary.shards.append(Path(data["path"]))
         elif kind == "done":
             per.done = True
+        elif kind == "writer":
+            self.writers[w].append((data["directory"], data["stem"]))
         elif kind == "error":
             per.error = data.strip().splitlines()[-1] if data.strip() else "error"
-            print(f"self-play worker {w} failed:\n{data}", file=sys.stderr)
+            if not self.fatal:  # once stopping, the others' errors are the stop itself (a cancelled Ray task)
+                print(f"self-play worker {w} failed:\n{data}", file=sys.stderr)
+        elif kind == "fatal":
+            self.fail(data, w)
+
+    def _write_state(self) -> None:
+        try:
+            self.rd.write_json(STATE_FILE, self.resign.to_dict())
+        except OSError as exc:
+            fatal = storage_error(exc, self.rd.root / STATE_FILE)
+            if fatal is None:
+                raise
+            self.fail(str(fatal))
+
+    def fail(self, message: str, w: int | None = None) -> None:
+        """Stop the session on a storage error met by worker `w` (None: the parent). The first message
+        is kept; the other workers are stopped (`w` is exiting by itself)."""
+        if self.fatal:
+            return
+        self.fatal = message
+        if self.on_fatal is not None:
+            self.on_fatal(w)
+
+    def worker_died(self, w: int, reason: str) -> None:
+        """Say that worker `w` died (unless the session is stopping anyway: then its death is expected),
+        and remove what it left half written: a shard without its sidecar (killed between the two),
+        temp files. Its committed shards stay; its replacement plays the uncommitted games again."""
+        if not self.fatal:
+            print(f"self-play worker {w} died ({reason}); its games in progress are lost", file=sys.stderr,
+                  flush=True)
+        for directory, stem in self.writers[w]:
+            discard_uncommitted(directory, stem)
+        self.writers[w].clear()
 
     def replay_share(self, w: int, session: str, assigned: int, attempts: int, reason: str) -> int:
         """How many games dead worker `w` must be started again for (0: leave it dead).
@@ -150,7 +192,7 @@ class Collector:
         `assigned`: its share of the session's games; `attempts`: how many times it has been started.
         """
         left = assigned - saved_games(self.rd, session, w)
-        if left <= 0 or attempts > self.max_restarts:
+        if left <= 0 or attempts > self.max_restarts or self.fatal:
             return 0
         print(f"self-play worker {w} died ({reason}); restarting it for its {left} unsaved games "
               f"(restart {attempts} of at most {self.max_restarts})", file=sys.stderr, flush=True)
@@ -159,7 +201,10 @@ class Collector:
         return left
 
     def finish(self, describe: list[str]) -> SelfplaySummary:
-        """Close the bar, fill in the totals; `describe[w]` names worker w (pid or Ray node)."""
+        """Close the bar, fill in the totals; `describe[w]` names worker w (pid or Ray node).
+
+        Raises the StorageError that stopped the session, if one did, after the per-worker lines.
+        """
         if self.bar is not None:
             self.bar.close()
         summary = self.summary
@@ -170,10 +215,13 @@ class Collector:
             if not s.done:
                 summary.failed_workers.append(w)
             if self.bar is not None:
-                status = "ok" if s.done else f"FAILED (exit code {s.exitcode}{': ' + s.error if s.error else ''})"
+                status = ("ok" if s.done else "stopped: the disk refuses writes" if self.fatal
+                          else f"FAILED (exit code {s.exitcode}{': ' + s.error if s.error else ''})")
                 print(f"worker {w} ({describe[w]}): {s.games} games ({s.games_saved} in {s.shards} shards), "
                       f"{s.positions:,} positions, "
                       f"generations {sorted(s.generations)}, {status}", flush=True)
+        if self.fatal:
+            raise StorageError(self.fatal)
         return summary
 
 
@@ -222,8 +270,9 @@ def gather(running: Running, handle: Callable[[tuple], None],
 
     `running` maps worker number to (process, read end of its pipe) and is emptied. Whatever a
     worker sent before dying is handled; a message it was cut off in the middle of is dropped. A
-    worker that exits with a non-zero code is reported on stderr, and `on_death(w, reason)` may
-    return a replacement (process, pipe) that carries on as worker w. Returns the last exit codes.
+    worker that exits with a non-zero code is passed to `on_death(w, reason)`, which reports it and
+    may return a replacement (process, pipe) that carries on as worker w; without `on_death` it is
+    reported on stderr. Returns the last exit codes.
     """
     exitcodes: dict[int, int | None] = {}
 
@@ -234,8 +283,11 @@ def gather(running: Running, handle: Callable[[tuple], None],
         exitcodes[w] = proc.exitcode
         if proc.exitcode != 0:
             reason = f"pid {proc.pid}, exit code {proc.exitcode}"
-            print(f"self-play worker {w} died ({reason}); its games in progress are lost", file=sys.stderr, flush=True)
-            replacement = on_death(w, reason) if on_death is not None else None
+            if on_death is None:
+                print(f"self-play worker {w} died ({reason}); its games in progress are lost", file=sys.stderr,
+                      flush=True)
+                return
+            replacement = on_death(w, reason)
             if replacement is not None:
                 running[w] = replacement
 
@@ -255,12 +307,16 @@ def gather(running: Running, handle: Callable[[tuple], None],
 
 
 def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
-                 seed: int | None = None) -> SelfplaySummary:
+                 seed: int | None = None, stop: threading.Event | None = None) -> SelfplaySummary:
     """Play `games` games in `workers` spawned processes; return the summary once all have ended.
+
+    Setting `stop` (from another thread: the asynchronous loop's trainer) ends the session early: every
+    worker saves its finished games and exits, and none is restarted.
 
     With `server.enabled`, workers evaluate through inference servers (one per device) started here,
     worker w using server w mod S. A worker that dies is reported (its games in progress are
-    lost) and the others carry on.
+    lost) and the others carry on. A StorageError (see the module docstring) stops them all and is
+    raised once they have exited.
     """
     ensure_best_model(rd, cfg, seed)
     n_workers = max(1, min(workers or cfg.selfplay.workers, games))
@@ -276,7 +332,7 @@ def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, p
         wseed = None if seed is None else seed + 1000 * w + len(procs[w])
         address = servers[w % len(servers)].address if servers else None
         reader, writer = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=play_worker, name=f"selfplay-w{w}",
+        p = ctx.Process(target=process_main, name=f"selfplay-w{w}",
                         args=(str(rd.root), config_to_dict(cfg), w, n, PipeReporter(writer), wseed, address, session))
         # the child starts with SIGINT ignored (inherited through exec) until play_worker installs its own
         # handler: a Ctrl-C during its imports would otherwise print a KeyboardInterrupt traceback
@@ -292,13 +348,32 @@ def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, p
         return p, reader
 
     def restart(w: int, reason: str) -> tuple[BaseProcess, Connection] | None:
+        if stop is not None and stop.is_set():  # told to stop: a SIGTERM exit is no death
+            return None
+        collector.worker_died(w, reason)
         left = collector.replay_share(w, session, assigned[w], len(procs[w]), reason)
         return start(w, left) if left else None
+
+    def stop_others(failed: int | None) -> None:  # SIGTERM: each saves what it can and exits; none restarts
+        for w, (p, _) in running.items():
+            if w != failed and p.is_alive():
+                p.terminate()
+
+    collector.on_fatal = stop_others
+
+    def stop_when_told() -> None:
+        assert stop is not None
+        stop.wait()
+        for p, _ in list(running.values()):
+            if p.is_alive():
+                p.terminate()
 
     exitcodes: dict[int, int | None] = {}
     try:
         for w, n in enumerate(assigned):
             running[w] = start(w, n)
+        if stop is not None:
+            threading.Thread(target=stop_when_told, name="selfplay-stop", daemon=True).start()
         exitcodes = gather(running, collector.handle, restart)
     except KeyboardInterrupt:
         if collector.bar is not None:

@@ -11,12 +11,16 @@ shared queue leaves the queue's write lock taken, and every other worker then bl
 next report. A message half-written to a private pipe just reads as end-of-file. The parent owns
 the resignation bookkeeping and writes the threshold to `selfplay_state.json`; workers only read it.
 Shards are atomic, so a killed worker loses only its unfinished games and its unflushed shard.
+A disk that refuses writes (full, over quota, read-only: `StorageError`) is not a crash: the worker
+reports it as "fatal" and exits with EXIT_STORAGE, and the parent stops every worker instead of
+restarting this one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import signal
 import sys
 import threading
@@ -30,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dlzero.config import Config, config_from_dict, dump_config
-from dlzero.data.hcpe3 import ShardWriter
+from dlzero.data.hcpe3 import ShardWriter, StorageError, storage_error
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.inference.remote import RemoteEvaluator
@@ -39,6 +43,7 @@ from dlzero.rundir import SELFPLAY_STATE, RunDir
 from selfplay.games import FinishedGame, ResignController, play_games
 
 STATE_FILE = SELFPLAY_STATE
+EXIT_STORAGE = 74  # sysexits' EX_IOERR: what a worker process exits with when the disk refuses its shards
 
 
 def config_hash(cfg: Config) -> str:
@@ -88,6 +93,8 @@ class Worker:
         self.writer = ShardWriter(self.rd.data_dir_for(generation), shard_prefix(self.worker_id),
                                   self.cfg.selfplay.games_per_shard, {**self.meta, "generation": generation})
         self.shards_sent = 0
+        # before its first shard: should this process die, the parent removes what it left half written
+        self.queue.put(("writer", self.worker_id, {"directory": str(self.writer.directory), "stem": self.writer.stem}))
 
     def _close_writer(self) -> None:
         if self.writer is not None:
@@ -193,13 +200,17 @@ def play_worker(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: 
                 server: ServerAddress | None = None, session: str = "") -> None:
     """Run one worker in this process with one compute thread unless the config says otherwise.
 
-    The entry point of spawned worker processes and of Ray tasks; errors are reported on `queue`
-    as well as raised, so the parent can show the traceback. A stopped worker (see WorkerStopped)
-    exits with its code and no traceback, once its finished games are on disk.
+    The entry point of Ray tasks (and, through `process_main`, of spawned worker processes); errors
+    are reported on `queue` as well as raised, so the parent can show the traceback. A stopped
+    worker (see WorkerStopped) exits with its code and no traceback, once its finished games are on
+    disk. A disk that refuses writes is reported as ("fatal", worker, message), without a traceback,
+    and raised as a StorageError.
     """
     cfg = config_from_dict(cfg_data)
     threads = cfg.inference.threads or 1
     cfg = replace(cfg, inference=replace(cfg.inference, threads=threads))
+    if cfg.selfplay.nice:  # below a trainer on the same cores (the async loop), never above anything
+        os.nice(cfg.selfplay.nice)
     import torch
 
     torch.set_num_threads(threads)
@@ -209,9 +220,25 @@ def play_worker(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: 
         except WorkerStopped as stop:
             print(f"self-play worker {worker_id} {stop}: its finished games are saved", file=sys.stderr, flush=True)
             raise SystemExit(stop.exitcode) from None
-        except BaseException:
-            queue.put(("error", worker_id, traceback.format_exc()))
-            raise
+        except BaseException as exc:
+            fatal = storage_error(exc)
+            if fatal is None:
+                queue.put(("error", worker_id, traceback.format_exc()))
+                raise
+            queue.put(("fatal", worker_id, str(fatal)))
+            if fatal is exc:
+                raise
+            raise fatal from exc
+
+
+def process_main(root: str, cfg_data: dict, worker_id: int, n_games: int, queue: Any, seed: int | None,
+                 server: ServerAddress | None = None, session: str = "") -> None:
+    """`play_worker` as the target of a spawned process: a StorageError (already reported on `queue`)
+    becomes exit code EXIT_STORAGE without a traceback, which multiprocessing would print."""
+    try:
+        play_worker(root, cfg_data, worker_id, n_games, queue, seed, server, session)
+    except StorageError:
+        raise SystemExit(EXIT_STORAGE) from None
 
 
 class PipeReporter:

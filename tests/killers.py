@@ -15,7 +15,8 @@ from dlzero.rundir import RunDir
 
 
 class ShardKiller(threading.Thread):
-    """SIGKILLs worker `worker`'s process once a shard of it appears; `killed` holds its pid."""
+    """SIGKILLs worker `worker`'s process once a shard of it is committed (its sidecar, written after
+    the shard, appears); `killed` holds its pid."""
 
     def __init__(self, rd: RunDir, worker: int = 0, timeout: float = 180.0) -> None:
         super().__init__(daemon=True)
@@ -25,7 +26,7 @@ class ShardKiller(threading.Thread):
     def run(self) -> None:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
-            shards = list(self.rd.data_dir.glob(f"gen-*/selfplay-w{self.worker}-*.hcpe3"))
+            shards = list(self.rd.data_dir.glob(f"gen-*/selfplay-w{self.worker}-*.hcpe3.json"))
             if shards:
                 pid = int(shards[0].name.split("-")[2])  # ShardWriter names: prefix-pid-...
                 os.kill(pid, signal.SIGKILL)

@@ -1,15 +1,18 @@
-"""Self-play on Ray in local mode: workers writing shards, a killed worker restarted, the server path."""
+"""Self-play on Ray: in local mode, workers writing shards, a killed worker restarted, the server path; on a
+cluster of several raylets, a node lost in the middle of self-play."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from killers import ShardKiller, assert_restarted_once
 
 from dlzero.config import load_config
-from dlzero.data.hcpe3 import read_hcpe3
+from dlzero.data.hcpe3 import read_hcpe3, read_sidecar
 from dlzero.rundir import RunDir
 
 pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra (installed with the dev extra)")
@@ -48,3 +51,85 @@ def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
     assert_restarted_once(rd, summary, killer, 10, capfd.readouterr().err)
     (server,) = summary.servers
     assert server["clients_seen"] == 3 and server["clients_lost"] == 1
+
+
+SMALL_STORE = 80 << 20  # bytes of object store per node: workers pass only a few messages through Ray
+
+
+def _first_shard_pids(rd: RunDir, workers: int, timeout: float) -> dict[int, int]:
+    """Once every worker has committed a shard (its sidecar is there), the pid of each (from the name)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = {}
+        for w in range(workers):
+            claims = list(rd.data_dir.glob(f"gen-*/selfplay-w{w}-*.hcpe3.json"))
+            if claims:
+                pids[w] = int(claims[0].name.split("-")[2])
+        if len(pids) == workers:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError(f"the workers wrote no shards within {timeout} s")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_lost_nodes_have_their_games_replayed_on_another(tmp_path, capfd):
+    """A cluster of real raylets on this machine: a head without CPUs (as Ray advises for clusters)
+    that runs only the driver, and two nodes of one CPU, one self-play worker on each. Once both
+    workers have committed a shard, both nodes are lost at once (raylets and workers killed) and a
+    fresh node joins: the unsaved games of the lost workers are played there, every shard written
+    before is still there unchanged, and the run ends with exactly the games asked for.
+
+    Before, the workers' message queue was an actor that Ray placed on a worker node, so losing
+    that node ended the whole session with an ActorDiedError."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from selfplay.cluster import run_selfplay_ray
+
+    games, workers = 10, 2
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "object_store_memory": SMALL_STORE,
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4}})
+    try:
+        nodes = [cluster.add_node(num_cpus=1, object_store_memory=SMALL_STORE) for _ in range(workers)]
+        ray.init(address=cluster.address, log_to_driver=False)
+        cfg = load_config(None, [*SMALL, "selfplay.games_in_parallel=1", "selfplay.games_per_shard=1",
+                                 "selfplay.ray=auto"])
+        rd = RunDir.create(tmp_path / "run", cfg)
+        result: dict = {}
+
+        def selfplay() -> None:  # in a thread: Ray's nodes can only be added from the main thread
+            try:
+                result["summary"] = run_selfplay_ray(rd, cfg, games=games, address="auto", workers=workers,
+                                                     progress=False, seed=0)
+            except BaseException as exc:
+                result["error"] = exc
+
+        driver = threading.Thread(target=selfplay, daemon=True)
+        driver.start()
+        lost_pids = _first_shard_pids(rd, workers, timeout=240)
+        for node in nodes:
+            cluster.remove_node(node, allow_graceful=False)
+        saved = {p.name: p.read_bytes() for p in rd.shards()}  # what the lost nodes' workers had written
+        cluster.add_node(num_cpus=1, object_store_memory=SMALL_STORE)
+        driver.join(timeout=300)
+        assert not driver.is_alive(), "self-play did not end after the nodes were lost"
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert "error" not in result, repr(result.get("error"))
+    summary = result["summary"]
+    shards = rd.shards()
+    assert all(any(p.name == name and p.read_bytes() == data for p in shards)
+               for name, data in saved.items())  # nothing written before the loss is lost
+    assert sum(read_sidecar(p)["games"] for p in shards) == sum(len(read_hcpe3(p)) for p in shards) == games
+    # each worker that had unsaved games when its node went was started again, on the new node
+    unfinished = [w for w in range(workers) if sum(n.startswith(f"selfplay-w{w}-") for n in saved) < games // workers]
+    assert unfinished, "both workers had finished when their nodes went: the test shows nothing"
+    assert summary.restarts == len(unfinished) and not summary.failed_workers
+    err = capfd.readouterr().err
+    assert all(f"worker {w} died" in err for w in unfinished), err[-3000:]
+    for w in unfinished:
+        pids = {p.name.split("-")[2] for p in shards if p.name.startswith(f"selfplay-w{w}-")}
+        assert str(lost_pids[w]) in pids and len(pids) == 2  # the lost process and its replacement

@@ -85,11 +85,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(run: Path, refresh: float = 0.5):
+def serve(run: Path, refresh: float = 0.5, **options):
     """The dashboard app on uvicorn in a thread, on a free loopback port; yields its URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(run, refresh_seconds=refresh), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(run, refresh_seconds=refresh, **options), host="127.0.0.1",
+                                           port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -216,10 +216,49 @@ def test_analyse_uses_the_best_model(loop_run):
         board.push_usi("7g7f")
         assert answer["bestmove"] in [cshogi.move_to_usi(m) for m in board.legal_moves]
         assert answer["playouts"] >= 16
-        req = urllib.request.Request(f"{url}/api/analyse", method="POST",
-                                     data=json.dumps({"position": "startpos moves 1a1b"}).encode())
-        with urllib.request.urlopen(req, timeout=60) as res:
-            assert "error" in json.loads(res.read())
+        status, answer = post(f"{url}/api/analyse", json.dumps({"position": "startpos moves 1a1b"}).encode())
+        assert status == 400 and "1a1b" in answer["error"]
+
+
+def post(url: str, body, headers: dict | None = None) -> tuple[int, dict]:
+    """(status, JSON answer) of a POST, error statuses included; the answer must be strict UTF-8 JSON."""
+    req = urllib.request.Request(url, method="POST", data=body, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as res:
+            status, raw = res.status, res.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    return status, json.loads(raw.decode("utf-8"))
+
+
+def test_analyse_answers_bad_bodies_with_400_or_413_and_goes_on(loop_run):
+    bad = {
+        b'{"position": "startpos", "playouts": Infinity}': "Infinity is not a JSON value",
+        b'{"position": "startpos", "playouts": NaN}': "NaN is not a JSON value",
+        b'{"position": "startpos", "playouts": 1e400}': "playouts must be an integer",
+        b'{"position": "startpos", "playouts": true}': "playouts must be an integer",
+        b'{"position": "startpos", "playouts": ' + b"9" * 5000 + b"}": "not valid JSON",
+        b'{"position": ' + b"[" * 20_000 + b"]" * 20_000 + b"}": "nested too deeply",
+        b'{"position": ["startpos"]}': "paste a position",
+        b'{"position": "startpos \xff"}': "not valid JSON",
+        b"[1, 2]": "send a JSON object",
+        b"not json": "not valid JSON",
+        b'{"position": "\\ud800", "playouts": 4}': "non-ASCII",  # echoed back as a \u escape, still UTF-8
+    }
+    with serve(loop_run, max_body_bytes=50_000) as url:
+        for body, why in bad.items():
+            status, answer = post(f"{url}/api/analyse", body, {"Content-Type": "application/json"})
+            assert (status, why in answer["error"]) == (400, True), (body[:60], status, answer)
+        too_big = json.dumps({"position": "startpos", "pad": "x" * 60_000}).encode()
+        status, answer = post(f"{url}/api/analyse", too_big)
+        assert status == 413 and "over 50000" in answer["error"]
+        status, answer = post(f"{url}/api/analyse", b" " * 20_000_000)  # far more than any socket buffer holds
+        assert status == 413 and "20000000 bytes" in answer["error"]
+        chunked = iter([too_big[:30_000], too_big[30_000:]])  # no Content-Length: counted as it arrives
+        status, answer = post(f"{url}/api/analyse", chunked, {"Transfer-Encoding": "chunked"})
+        assert status == 413 and "--max-body-bytes" in answer["error"]
+        status, answer = post(f"{url}/api/analyse", b'{"position": "startpos", "playouts": 4}')
+        assert status == 200 and answer["playouts"] >= 4
 
 
 def test_cli_serves_on_loopback_by_default(loop_run):
@@ -380,3 +419,16 @@ def test_throughput_counts_time_when_some_writer_ran():
     items = [shard("w0", 0, 50), shard("w0", 0, 100), shard("w1", 20, 120), shard("w0b", 500, 560)]
     assert _busy_seconds(items) == 180
     assert _busy_seconds([shard("w0", 10, 10)]) is None
+
+
+def test_heldout_rows_and_time_shares_come_from_the_runs_files(loop_run):
+    state = RunView(loop_run).state()
+    with open(loop_run / "metrics" / "validation.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows, "the loop scored no model on held-out games"
+    assert [(r["model"], r["set"]) for r in state["heldout"]] == [(r["model"], r["set"]) for r in rows]
+    assert [r["value_loss"] for r in state["heldout"]] == [float(r["value_loss"]) for r in rows]
+    assert state["heldout"][0]["generation"] == int(rows[0]["model"].removeprefix("gen-"))
+    shares = state["time_shares"]
+    assert {"selfplay", "train", "gate"} <= set(shares) and all(0 < v <= 1 for v in shares.values())
+    assert shares["selfplay"] + shares["train"] + shares["gate"] <= 1.0 + 1e-9  # the sequential loop: no overlap

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from dlzero.data.hcpe3 import (
     GameRecord,
     MoveRecord,
     ShardWriter,
+    discard_uncommitted,
     encode_game,
     iter_training_positions,
     list_shards,
@@ -98,7 +100,9 @@ def test_round_trip_is_exact(tmp_path, games):
     assert [len(g.moves) for g in back] == [len(g.moves) for g in games]
     assert [m.candidates.tolist() for m in back[0].moves] == [m.candidates.tolist() for m in games[0].moves]
     side = read_sidecar(path)
+    data = path.read_bytes()
     assert side == {"format": "hcpe3", "games": len(games), "moves": sum(len(g.moves) for g in games),
+                    "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                     "meta": {"generation": 3}}  # fmt: skip
 
 
@@ -159,8 +163,11 @@ def test_iter_training_positions_rejects_an_illegal_move(games):
 
 
 def write_and_offsets(tmp_path: Path, games: list[GameRecord]) -> tuple[Path, list[int]]:
+    """A shard without a sidecar, as dlshogi writes them: what the structural checks alone catch
+    (with the sidecar, its checksum would refuse every edit below before they ran)."""
     path = tmp_path / "g.hcpe3"
     write_hcpe3(path, games[:3])
+    Path(f"{path}.json").unlink()
     return path, game_offsets(path)
 
 
@@ -333,16 +340,103 @@ def test_shard_writer_killed_mid_run_leaves_only_complete_shards(tmp_path, games
     proc = subprocess.Popen([sys.executable, "-c", SHARD_LOOP, str(source), str(out)], cwd=REPO)
     try:
         deadline = time.monotonic() + 60
-        while len(list(out.glob("*.hcpe3"))) < 40 and time.monotonic() < deadline:
+        while len(list(out.glob("*.hcpe3.json"))) < 40 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     shards = list_shards(out)
     assert len(shards) >= 40
-    assert not [p for p in out.iterdir() if p.name.endswith(".hcpe3") and p not in shards]
+    # the shard being written at the kill may lack its sidecar (it is then not listed); no sidecar lacks its shard
+    assert len([p for p in out.iterdir() if p.name.endswith(".hcpe3") and p not in shards]) <= 1
+    assert sorted(p for p in out.glob("*.hcpe3.json")) == sorted(Path(f"{p}.json") for p in shards)
     known = {encode_game(g) for g in games}
     for shard in shards:
         (game,) = read_hcpe3(shard)
         assert encode_game(game) in known
         assert json.loads(Path(f"{shard}.json").read_text())["games"] == 1
+
+
+# ---------------------------------------------------------------- checksums and the commit order
+
+
+def test_every_single_bit_flip_in_a_shard_is_refused(tmp_path, games):
+    """Each of the shard's bits flipped in turn: the sidecar's sha256 refuses every one. Without the
+    checksum (the same bytes, no sidecar) many flips in a sample of 70 still parse and replay as legal
+    games: 36 of 70 loaded silently before checksums."""
+    path = tmp_path / "s.hcpe3"
+    game = next(g for g in games if 4 <= len(g.moves) <= 8)
+    write_hcpe3(path, [game])
+    data = path.read_bytes()
+
+    def flipped(bit: int) -> bytes:
+        out = bytearray(data)
+        out[bit // 8] ^= 1 << (bit % 8)
+        return bytes(out)
+
+    for bit in range(8 * len(data)):
+        path.write_bytes(flipped(bit))
+        with pytest.raises(DataError, match="checksum mismatch"):
+            read_hcpe3(path, validate=True)
+    bare = tmp_path / "bare.hcpe3"
+    silent = 0
+    for bit in np.linspace(0, 8 * len(data) - 1, 70).astype(int):
+        bare.write_bytes(flipped(int(bit)))
+        try:
+            read_hcpe3(bare, validate=True)
+            silent += 1
+        except DataError:
+            pass
+    assert silent >= 10, f"only {silent} of 70 flips load without a checksum: the sample shows nothing"
+    path.write_bytes(data)
+    assert read_hcpe3(path) == [game]
+
+
+def test_a_shard_of_another_size_is_refused_and_old_sidecars_still_load(tmp_path, games):
+    path = tmp_path / "s.hcpe3"
+    write_hcpe3(path, games[:2])
+    data = path.read_bytes()
+    path.write_bytes(data + data[:36])
+    with pytest.raises(DataError, match="sidecar says"):
+        read_hcpe3(path)
+    # a sidecar from before checksums (no "bytes", no "sha256"): the shard loads, checked structurally
+    path.write_bytes(data)
+    side = read_sidecar(path)
+    del side["bytes"], side["sha256"]
+    Path(f"{path}.json").write_text(json.dumps(side))
+    assert read_hcpe3(path) == games[:2]
+    assert list_shards(tmp_path) == [path]
+
+
+def test_a_failed_shard_write_leaves_no_sidecar(tmp_path, games):
+    """The shard is written before its sidecar: when the shard cannot be written (here its name is
+    taken by a folder, so the final rename fails), no sidecar claims its games, and no temp file stays."""
+    path = tmp_path / "s.hcpe3"
+    path.mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_hcpe3(path, games[:2])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.hcpe3"]
+
+
+def test_a_shard_without_its_sidecar_is_not_listed(tmp_path, games):
+    """A writer killed between the shard and its sidecar leaves an uncommitted shard: not listed, so
+    not trained on and not counted as saved (its games are played again), but still readable."""
+    write_hcpe3(tmp_path / "a.hcpe3", games[:1])
+    write_hcpe3(tmp_path / "b.hcpe3", games[1:2])
+    Path(f"{tmp_path / 'b.hcpe3'}.json").unlink()
+    assert list_shards(tmp_path) == [tmp_path / "a.hcpe3"]
+    assert read_hcpe3(tmp_path / "b.hcpe3") == games[1:2]
+
+
+def test_discard_uncommitted_removes_only_a_dead_writers_half_written_files(tmp_path, games):
+    writer = ShardWriter(tmp_path, "sp", games_per_shard=1)
+    writer.add(games[0])
+    writer.add(games[1])
+    committed, uncommitted = writer.written
+    Path(f"{uncommitted}.json").unlink()  # killed between the shard and its sidecar
+    temp = tmp_path / f".{writer.stem}-00002.hcpe3.0123abcd.tmp"  # killed inside a write
+    temp.write_bytes(b"half")
+    other = tmp_path / "sp-1-20250101T000000-abcdef-00000.hcpe3"  # another writer's, maybe still writing
+    other.write_bytes(uncommitted.read_bytes())
+    assert sorted(discard_uncommitted(tmp_path, writer.stem)) == sorted([uncommitted, temp])
+    assert sorted(tmp_path.iterdir()) == sorted([committed, Path(f"{committed}.json"), other])

@@ -7,15 +7,15 @@ layers below, never above:
     foundation   dlzero.errors, dlzero.data.atomic, dlzero.version
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config
-    storage      dlzero.data, dlzero.rundir                      (file formats, the run directory's API)
+    storage      dlzero.data, dlzero.rundir, dlzero.runlock      (file formats, the run directory's API)
     encoding     dlzero.encoding
     model        dlzero.model
     inference    dlzero.inference
     search       dlzero.search
     engine       dlzero.engine, dlzero.usi, dlzero.analysis, dlzero.analysis_query, dlzero.review
     gating       dlzero.gating                                   (arena, openings, SPRT, promotion, match sides)
-    stages       selfplay, train, dlzero.metrics                 (selfplay and train: neither imports the other)
-    wiring       dlzero.loop, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard,
+    stages       selfplay, train, dlzero.teacher, dlzero.metrics (selfplay, train and teacher: none imports another)
+    wiring       dlzero.loop, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard, dlzero.doctor,
                  dlzero.usi.__main__, and the package itself (`dlzero/__init__.py`, the public facade)
 
 A new module must be placed in a layer here (the test names any module it cannot place).
@@ -35,20 +35,25 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config",)),
-    ("storage", ("dlzero.data", "dlzero.rundir")),
+    ("storage", ("dlzero.data", "dlzero.rundir", "dlzero.runlock")),
     ("encoding", ("dlzero.encoding",)),
     ("model", ("dlzero.model",)),
     ("inference", ("dlzero.inference",)),
     ("search", ("dlzero.search",)),
     ("engine", ("dlzero.engine", "dlzero.usi", "dlzero.analysis", "dlzero.analysis_query", "dlzero.review")),
     ("gating", ("dlzero.gating",)),
-    ("stages", ("selfplay", "train", "dlzero.metrics")),
+    ("stages", ("selfplay", "train", "dlzero.teacher", "dlzero.metrics")),
     ("wiring", ("dlzero.loop", "dlzero.commands", "dlzero.cli", "dlzero.bench", "dlzero.dashboard",
-                "dlzero.usi.__main__")),
+                "dlzero.doctor", "dlzero.usi.__main__")),
 ]
 FACADE = ("dlzero", len(LAYERS) - 1)  # the package's __init__ only, not everything below it
-# Peers within one layer that must not import each other (by top-level prefix).
-SEPARATE = {"stages": ("selfplay", "train")}
+# Peers within one layer that must not import each other (by package prefix).
+SEPARATE = {"stages": ("selfplay", "train", "dlzero.teacher")}
+
+
+def _peer(module: str, peers: tuple[str, ...]) -> str | None:
+    """The peer package among `peers` that `module` belongs to, if any."""
+    return next((p for p in peers if module == p or module.startswith(p + ".")), None)
 
 
 def _modules() -> dict[str, Path]:
@@ -131,8 +136,8 @@ def test_imports_point_down():
                 wrong.append(f"{module} ({LAYERS[_layer(module)][0]}) imports {dep} ({LAYERS[_layer(dep)][0]})")
             name = LAYERS[_layer(module)][0]
             if name in SEPARATE and _layer(dep) == _layer(module):
-                top_m, top_d = module.split(".")[0], dep.split(".")[0]
-                if top_m != top_d and {top_m, top_d} <= set(SEPARATE[name]):
+                peer_m, peer_d = _peer(module, SEPARATE[name]), _peer(dep, SEPARATE[name])
+                if peer_m and peer_d and peer_m != peer_d:
                     wrong.append(f"{module} imports its peer stage {dep}")
     assert sorted(wrong) == []
 
@@ -194,6 +199,8 @@ def test_the_checks_can_fail():
     assert _layer("dlzero.gating.sides") < _layer("selfplay.worker")
     assert _layer("dlzero.usi.__main__") == len(LAYERS) - 1 and _layer("dlzero.usi.protocol") < len(LAYERS) - 1
     assert _owner("dlzero.search._puct.select") == "dlzero.search._puct"  # the extension, not its package
+    assert _peer("dlzero.teacher.usi", SEPARATE["stages"]) == "dlzero.teacher"
+    assert _peer("dlzero.metrics", SEPARATE["stages"]) is None
 
 
 @pytest.mark.parametrize("module", ["dlzero.search.mcts", "selfplay.games", "dlzero.commands.selfplay"])

@@ -14,6 +14,7 @@ TINY = ["--set", "model.blocks=1", "--set", "model.channels=16", "--set", "selfp
         "--set", "selfplay.games_in_parallel=8", "--set", "gate.max_moves=60", "--set", "gate.playouts=6",
         "--set", "train.window_min=300", "--set", "train.batch_size=32", "--set", "inference.threads=1",
         "--set", "rate.games=2", "--set", "rate.playouts=4", "--set", "rate.anchors=[random,alphabeta:10,gen-0000]",
+        "--set", "loop.mode=sequential", "--set", "gate.mode=sprt", "--reuse", "0",
         "--rate", "--games", "8", "--steps", "15", "--gate-games", "4", "--quiet"]
 
 

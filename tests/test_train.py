@@ -188,6 +188,7 @@ def test_corrupt_shard_is_skipped_and_named(base_run, tmp_path, caplog):
     bad = rd.data_dir_for(0) / "shard-bad.hcpe3"
     data = (rd.data_dir_for(0) / "shard-000.hcpe3").read_bytes()
     bad.write_bytes(data[: len(data) // 2])
+    shutil.copy(f"{rd.data_dir_for(0) / 'shard-000.hcpe3'}.json", f"{bad}.json")  # committed, then cut short
     with caplog.at_level(logging.WARNING, logger="train.dataset"):
         buf, plan = build_window(rd, tiny_config().train)
     assert len(buf) == good

@@ -157,10 +157,12 @@ def _stamp(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns]
 
 
-def build_window(rd: RunDir, cfg: TrainConfig) -> tuple[PositionBuffer, WindowPlan]:
-    """Plan the replay window from every shard of the run and load it (newest positions last)."""
+def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None) -> tuple[PositionBuffer, WindowPlan]:
+    """Plan the replay window from every shard of the run (or `shards`, newest first) and load it (newest
+    positions last). The loop passes the shards its held-out validation listed, so that a shard written in
+    between is neither trained on unscored nor scored after training."""
     counts = _ShardCounts.load(rd.train_dir / COUNTS_FILE)
-    shards = rd.shards()  # newest first
+    shards = rd.shards() if shards is None else shards  # newest first
     loaded: dict[str, PositionBuffer] = {}
     sizes: list[tuple[str, int]] = []
     total_games = total = 0

@@ -10,30 +10,48 @@ the run had produced.
 
 A generation killed midway resumes from its last checkpoint with the same window (the shard list
 is in the checkpoint) and the same batches, so it ends with the weights an uninterrupted run gets.
+
+How long a generation trains: with `train.reuse` > 0 (the default), the steps follow the data, as in
+KataGo: each position that arrived since the last generation is sampled `reuse` times on average,
+steps = ceil(new positions x reuse / batch_size), between `train.min_steps` and
+`train.steps_per_generation` (then a cap). With `reuse` 0, every generation trains the fixed
+`train.steps_per_generation`. A fixed count over-trains small generations: 120 steps of 256 on
+~4.6k new positions sampled each ~9-14 times over its life in the window, and the value head
+memorised its games (held-out value loss above a constant's).
+
+Before the window takes in the new games, they are held out: the newest model and the best are
+scored on them (`train.validation`), and each new model on the fixed validation set once it is
+written. `train/seen-shards.json` lists the shards some generation's window has already been
+planned over, so "new" means exactly the games no model has trained on.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from dlzero.config import Config
+from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import DataError, ModelFileError, RunDirError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, save_model
-from dlzero.rundir import RunDir
+from dlzero.rundir import RunDir, generation_name
 from train import distributed
 from train.buffer import PositionBuffer
 from train.checkpoint import load_checkpoint
 from train.dataset import WindowPlan, build_window, load_window
 from train.metrics import MetricsLog
 from train.trainer import Segment, Trainer
+from train.validation import ValidationLog, fixed_set, held_out, read_games, validate_models
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "checkpoint.pt"
+SEEN_SHARDS = "seen-shards.json"
 
 
 @dataclass
@@ -71,11 +89,12 @@ def _initial_model(rd: RunDir, cfg: Config) -> PolicyValueNet:
     return model
 
 
-def _window(rd: RunDir, cfg: Config, info: distributed.DistInfo) -> tuple[PositionBuffer, WindowPlan]:
-    """Rank 0 plans and loads the window; the other ranks load the very same plan."""
+def _window(rd: RunDir, cfg: Config, info: distributed.DistInfo,
+            shards: list[Path] | None = None) -> tuple[PositionBuffer, WindowPlan]:
+    """Rank 0 plans and loads the window (over `shards`, default all); the other ranks load the same plan."""
     if info.is_main:
         try:
-            buf, plan = build_window(rd, cfg.train)
+            buf, plan = build_window(rd, cfg.train, shards)
         except Exception as exc:  # tell the other ranks, or they would wait for the plan forever
             distributed.broadcast({"error": str(exc)}, info)
             raise
@@ -88,11 +107,67 @@ def _window(rd: RunDir, cfg: Config, info: distributed.DistInfo) -> tuple[Positi
     return load_window(rd, plan, cfg.train.val_lambda), plan
 
 
+def steps_for(new_positions: int, cfg: Config) -> int:
+    """Steps of a new generation: `reuse` samples per new position, clipped (see the module docstring)."""
+    t = cfg.train
+    if t.reuse <= 0:
+        return t.steps_per_generation
+    wanted = math.ceil(new_positions * t.reuse / t.batch_size)
+    return max(t.min_steps, min(t.steps_per_generation, wanted))
+
+
+def seen_shards(rd: RunDir) -> set[str]:
+    """Shards (relative to data/) that some generation's window was planned over: not new any more."""
+    data = rd.read_json(f"{rd.train_dir.name}/{SEEN_SHARDS}", []) or []
+    return {str(x) for x in data} if isinstance(data, list) else set()
+
+
+def _validate_new_games(rd: RunDir, cfg: Config, generation: int, step: int, device) -> list[Path]:
+    """Score the newest model and the best on the games no generation has trained on, then mark them seen.
+
+    Runs on rank 0 before a new generation plans its window; returns the shards it listed, the ones the
+    window may use. Validation never stops training: an error is logged and training goes on.
+    """
+    shards = rd.shards()
+    seen = seen_shards(rd)
+    new = [p for p in shards if p.relative_to(rd.data_dir).as_posix() not in seen]
+    try:
+        if new and cfg.train.validation_positions:
+            held = held_out("next", f"+{generation_name(generation)}", read_games(new),
+                            cfg.train.validation_positions, seed=generation)
+            models = []
+            latest = rd.latest_generation()
+            if latest is not None:
+                models.append((generation_name(latest), rd.model_path(latest)))
+            best = rd.best()
+            if best is not None and best.generation != latest:
+                models.append((generation_name(best.generation), rd.root / best.model))
+            validate_models(models, [held], ValidationLog(rd.metrics_dir), step, device)
+    except Exception as exc:  # a figure is not worth a lost generation
+        log.warning("held-out validation on the new games failed: %s", exc)
+    names = sorted(seen | {p.relative_to(rd.data_dir).as_posix() for p in shards})
+    atomic_write_text(rd.train_dir / SEEN_SHARDS, json.dumps(names, indent=0) + "\n")
+    return shards
+
+
+def validate_on_fixed_set(rd: RunDir, cfg: Config, generation: int, step: int, device) -> None:
+    """Score generation `generation`'s model on the fixed validation set (once; errors are only logged)."""
+    if not (cfg.train.validation_set and cfg.train.validation_positions):
+        return
+    try:
+        held = fixed_set(cfg.train.validation_set, cfg.train.validation_positions)
+        if held is not None:
+            validate_models([(generation_name(generation), rd.model_path(generation))], [held],
+                            ValidationLog(rd.metrics_dir), step, device)
+    except Exception as exc:
+        log.warning("held-out validation on the fixed set failed: %s", exc)
+
+
 def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress: bool = True) -> TrainResult:
     """Train the next candidate (or finish an interrupted one) and save it as the next generation.
 
-    `steps` overrides `train.steps_per_generation` for a new generation; an interrupted one keeps
-    the step count it started with. Works in a single process or in each process of a torchrun
+    `steps` overrides the step count of a new generation (else `steps_for` the new data); an
+    interrupted one keeps the step count it started with. Works in a single process or in each process of a torchrun
     launch (the process group must already be initialised: see `train.distributed.init_from_env`).
     """
     info = distributed.current()
@@ -114,9 +189,15 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
             seg.plan = plan.to_dict()
     else:
         generation = (rd.latest_generation() or 0) + 1
-        buf, plan = _window(rd, cfg, info)
+        listed = _validate_new_games(rd, cfg, generation, trainer.global_step, device) if info.is_main else None
+        buf, plan = _window(rd, cfg, info, listed)
         best = rd.best()
-        seg = Segment(generation, steps or cfg.train.steps_per_generation,
+        before = int((seg.plan or {}).get("total_positions", 0)) if seg is not None else 0
+        if steps is None:
+            steps = steps_for(plan.total_positions - before, cfg)
+            log.info("generation %d: %d new positions x reuse %g -> %d steps", generation,
+                     plan.total_positions - before, cfg.train.reuse, steps)
+        seg = Segment(generation, steps,
                       segment_seed(cfg.train.seed, generation), plan=plan.to_dict(),
                       parent=Path(best.model).stem if best else None)
     metrics = MetricsLog(rd.metrics_dir, trainer.global_step) if info.is_main else None
@@ -132,5 +213,7 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
         save_model(trainer.export_model(), path, meta)
     seg.done = True
     trainer.save(ckpt_path, seg)  # collective: also keeps the other ranks until the model is written
+    if info.is_main:
+        validate_on_fixed_set(rd, cfg, seg.generation, trainer.global_step, device)
     return TrainResult(seg.generation, path, seg.parent, seg.steps, trainer.global_step, plan.window,
                        len(buf), plan.total_positions, plan.total_games, resumed, summary)

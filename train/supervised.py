@@ -1,10 +1,16 @@
-"""Supervised training from hcpe files (e.g. game records imported with `dlzero import-records`).
+"""Supervised training from hcpe files (game records imported with `dlzero import-records`) and hcpe3
+files (teacher data from `dlzero teach`), and the warm start of a run from either.
 
 Positions are split by a seeded hash of the position into training and held-out sets
 (`train.holdout_fraction`); the model trains `steps` steps on the first and is scored on the second:
 policy top-1 accuracy against the recorded move, value accuracy (sign of v against the game result,
-decisive games only) and both losses. The targets are those of self-play training with a one-hot
-policy, so a supervised model can seed a run or serve as a baseline.
+decisive games only) and both losses. The targets are those of self-play training: a one-hot
+policy for hcpe, the visit counts (a teacher's soft policy) for hcpe3, whose games also give the
+history planes, so a supervised model can seed a run or serve as a baseline.
+
+Warm start (`warm_start`, `dlzero loop --init-from`): a run's generation 0 is trained from teacher
+data (or copied from a model file) and promoted, so self-play begins from what the teacher knows
+instead of a random network; the loop's first generation then trains on from its weights.
 
 A run killed midway resumes from `OUT.ckpt` (same checks and guarantees as the loop's checkpoint);
 the file is removed once OUT is written, so the next run with the same OUT starts afresh.
@@ -12,6 +18,10 @@ the file is removed once OUT is written, so the next run with the same OUT start
 
 from __future__ import annotations
 
+import json
+import logging
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from dlzero.config import Config
-from dlzero.errors import DataError
-from dlzero.model import ModelMetadata, model_name, new_model, save_model
+from dlzero.data.atomic import atomic_write_text
+from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3
+from dlzero.errors import ConfigError, DataError, ModelFileError
+from dlzero.model import ModelMetadata, load_model_file, model_name, new_model, save_model
+from dlzero.rundir import RunDir
 from train import distributed
+from train.buffer import PositionBuffer
 from train.checkpoint import load_checkpoint
-from train.dataset import holdout_mask, load_hcpe
+from train.dataset import buffer_from_games, holdout_mask, load_hcpe
 from train.generation import segment_seed
 from train.metrics import MetricsLog
 from train.trainer import Segment, Trainer, evaluate
@@ -41,17 +55,33 @@ class SupervisedResult:
     holdout: dict[str, float]  # policy_loss, value_loss, policy_acc, value_acc on the held-out set (rank 0)
 
 
+log = logging.getLogger(__name__)
+
+WARM_START_DIR = "warm-start"  # under the run's train/: the staging model, its checkpoint, metrics, report
+
+
 def checkpoint_path(out: Path) -> Path:
     return out.with_name(out.name + ".ckpt")
 
 
+def load_supervised(paths: Sequence[str | Path], val_lambda: float) -> PositionBuffer:
+    """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated."""
+    parts = []
+    for path in paths:
+        if str(path).endswith(SHARD_SUFFIX):
+            parts.append(buffer_from_games(read_hcpe3(path), val_lambda, str(path)))
+        else:
+            parts.append(load_hcpe([path], val_lambda))
+    return PositionBuffer.concat(parts)
+
+
 def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, steps: int | None = None,
                      metrics_dir: Path | None = None, progress: bool = True) -> SupervisedResult:
-    """Train a fresh `cfg.model` network on `hcpe` files for `steps` steps; save it to `out`."""
+    """Train a fresh `cfg.model` network on hcpe/hcpe3 files for `steps` steps; save it to `out`."""
     out = Path(out)
     info = distributed.current()
     device = distributed.train_device(cfg.train.device, info)
-    buf = load_hcpe(hcpe, cfg.train.val_lambda)
+    buf = load_supervised(hcpe, cfg.train.val_lambda)
     held = holdout_mask(buf, cfg.train.holdout_fraction, cfg.train.seed)
     train_buf, hold_buf = buf.subset(np.flatnonzero(~held)), buf.subset(np.flatnonzero(held))
     if not len(train_buf):
@@ -78,3 +108,49 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
         if len(hold_buf):
             holdout = evaluate(model, hold_buf, cfg.train.batch_size, device)
     return SupervisedResult(out, seg.steps, len(train_buf), len(hold_buf), summary, holdout)
+
+
+def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: int | None = None,
+               progress: bool = True) -> Path | None:
+    """Make the run's generation 0 from `sources` and promote it; None if the run already has a best model.
+
+    `sources` is one model file (`.pt`, of the run's architecture: copied as generation 0) or hcpe3 /
+    hcpe files (a fresh `cfg.model` network trained on them for `steps`, default
+    `train.steps_per_generation`). Training happens under `train/warm-start/` and resumes there if
+    killed; the model moves into place only when finished, and `train/warm-start/report.json` keeps
+    what it was trained on and how it scored on held-out positions.
+    """
+    best = rd.best()
+    if best is not None:
+        log.warning("%s already has a best model (generation %d): --init-from is ignored", rd.root, best.generation)
+        return None
+    sources = [Path(s) for s in sources]
+    models = [s for s in sources if s.suffix == ".pt"]
+    if models and len(sources) > 1:
+        raise ConfigError("--init-from takes one model file (.pt), or teacher data files (.hcpe3, .hcpe), not both")
+    target = rd.model_path(0)
+    staging_dir = rd.train_dir / WARM_START_DIR
+    if target.is_file():  # written by an earlier call that stopped before promoting it
+        reason = "warm start (generation 0 already written)"
+    elif models:
+        model, meta = load_model_file(models[0])
+        if model.cfg != cfg.model:
+            raise ModelFileError(f"{models[0]}: is a {model_name(model.cfg)} network but the run's config asks for "
+                                 f"{model_name(cfg.model)}: set model.* to match (e.g. --set model.blocks=...)")
+        save_model(model, target, ModelMetadata(generation=0, games=meta.games, positions=meta.positions,
+                                                name=model_name(cfg.model)))
+        reason = f"warm start from the model {models[0]}"
+    else:
+        staging = staging_dir / target.name
+        res = train_supervised(sources, cfg, staging, steps, metrics_dir=staging_dir, progress=progress)
+        holdout = {k: v for k, v in res.holdout.items() if math.isfinite(v)}  # NaN: a loss with no targets
+        atomic_write_text(staging_dir / "report.json", json.dumps(
+            {"sources": [str(s) for s in sources], "steps": res.steps, "train_positions": res.train_positions,
+             "holdout_positions": res.holdout_positions, "holdout": holdout}, indent=1) + "\n")
+        os.replace(staging, target)
+        log.info("warm start: generation 0 trained %d steps on %d positions; held out (%d): %s", res.steps,
+                 res.train_positions, res.holdout_positions,
+                 ", ".join(f"{k} {v:.4f}" for k, v in holdout.items()) or "none")
+        reason = f"warm start: trained on {', '.join(s.name for s in sources)}"
+    rd.set_best(0, reason)
+    return target

@@ -4,7 +4,8 @@ Losses (dlshogi's, adapted to a tanh value head):
 
     policy  soft cross-entropy  -sum_a pi(a) log softmax(logits)(a), pi = normalised visit counts
     value   BCE-with-logits of the raw value logit: win rate q = sigmoid(2x) = (tanh(x) + 1) / 2
-            against the blended target (1 - λ)·z + λ·sigmoid(eval / 756); loss = policy + value,
+            against the blended target (1 - λ)·z + λ·sigmoid(eval / 756); loss = policy + w·value
+            (w = `value_weight`: below 1 the value head memorises a small window's results less),
             weight decay in the optimiser
 
 Why BCE-with-logits on the logit x, not BCE on the tanh output: both are the same function where
@@ -196,10 +197,11 @@ class Trainer:
         logits, value = logits.float(), value.float()
         pl, vl, hits, vhits, decisive = batch_stats(logits, value, batch)
         n = len(batch.value)
-        loss = (pl + vl) / n
+        vw = self.cfg.value_weight
+        loss = (pl + vw * vl) / n
         rl = replies = None
         if reply is not None or self.cfg.surprise_weight > 0:
-            per_sample = policy_loss(logits, batch.policy) + value_loss(value, batch.value)
+            per_sample = policy_loss(logits, batch.policy) + vw * value_loss(value, batch.value)
             if reply is not None:
                 per_reply = reply_loss(reply.float(), batch.reply)
                 per_sample = per_sample + self.cfg.aux_reply_weight * per_reply

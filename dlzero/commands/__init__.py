@@ -11,6 +11,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "export",
     "bench",
     "import_records",
+    "teach",
     "loop",
     "usi",
     "bestmove",
@@ -23,4 +24,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "match",
     "train",
     "dashboard",
+    "doctor",
 )

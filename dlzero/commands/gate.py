@@ -29,16 +29,18 @@ def register(sub) -> None:
 
 def run_gate(args: argparse.Namespace) -> int:
     from dlzero.gating.promotion import gate_and_promote
+    from dlzero.runlock import hold
 
-    rd, cfg = run_from_args(args, GATE_KEYS, "dlzero gate", create=False)
-    candidate = args.candidate
-    if candidate is None:
-        best = rd.best()
-        newer = [g for g in rd.generations() if best is None or g > best.generation]
-        if not newer:
-            raise RunDirError(f"{rd.root}: no generation newer than the best to gate")
-        candidate = newer[-1]
-    result = gate_and_promote(rd, cfg, candidate, progress=not args.no_progress,
-                              parallel=cfg.gate.games_in_parallel, report=False)
+    with hold(args.run, ("gate",)):  # one gate at a time: best.json, games/ and ratings.csv have one writer
+        rd, cfg = run_from_args(args, GATE_KEYS, "dlzero gate", create=False)
+        candidate = args.candidate
+        if candidate is None:
+            best = rd.best()
+            newer = [g for g in rd.generations() if best is None or g > best.generation]
+            if not newer:
+                raise RunDirError(f"{rd.root}: no generation newer than the best to gate")
+            candidate = newer[-1]
+        result = gate_and_promote(rd, cfg, candidate, progress=not args.no_progress,
+                                  parallel=cfg.gate.games_in_parallel, report=False)
     print(result.summary())
     return 0

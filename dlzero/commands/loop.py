@@ -11,6 +11,8 @@ FLAGS = {
     "workers": "selfplay.workers",
     "parallel": "selfplay.games_in_parallel",
     "steps": "train.steps_per_generation",
+    "reuse": "train.reuse",
+    "mode": "loop.mode",
     "gate_games": "gate.max_games",
     "rate": "rate.loop",
 }
@@ -26,17 +28,33 @@ def register(sub) -> None:
     p.add_argument("--games", type=int, help="self-play games per iteration (selfplay.games_per_generation)")
     p.add_argument("--workers", type=int, help="self-play processes (selfplay.workers)")
     p.add_argument("--parallel", type=int, help="games per worker in lockstep (selfplay.games_in_parallel)")
-    p.add_argument("--steps", type=int, help="training steps per iteration (train.steps_per_generation)")
+    p.add_argument("--steps", type=int, help="most training steps per iteration, or the fixed count with "
+                   "--reuse 0 (train.steps_per_generation)")
+    p.add_argument("--reuse", type=float, help="samples per new training position; sets the steps of each "
+                   "iteration (train.reuse)")
+    p.add_argument("--mode", choices=["sequential", "async"],
+                   help="sequential phases, or self-play that never stops with training beside it (loop.mode)")
     p.add_argument("--gate-games", type=int, help="max games of a gating match (gate.max_games)")
     p.add_argument("--rate", action="store_const", const="true",
                    help="rate each promoted model against the anchor pool as the loop goes (rate.loop)")
+    p.add_argument("--init-from", nargs="+", metavar="FILE",
+                   help="a new run's generation 0: trained on teacher data (.hcpe3 from `dlzero teach`, .hcpe), "
+                        "or this model (.pt); ignored once the run has a best model")
+    p.add_argument("--init-steps", type=int,
+                   help="training steps of that generation 0 (default: train.steps_per_generation)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dlzero.loop import run_loop
+    from dlzero.runlock import PARTS, hold
 
-    rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
-    run_loop(rd, cfg, args.generations, progress=not args.quiet)
+    with hold(args.run, tuple(PARTS), create=True):  # the loop is every role: it writes every part
+        rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
+        if args.init_from:
+            from train.supervised import warm_start
+
+            warm_start(rd, cfg, args.init_from, args.init_steps, progress=not args.quiet)
+        run_loop(rd, cfg, args.generations, progress=not args.quiet)
     return 0

@@ -9,18 +9,27 @@ import sys
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
 RATE_KEYS = {"games": "rate.games", "playouts": "rate.playouts", "models": "rate.models", "sample": "rate.sample",
-             "parallel": "rate.parallel"}
+             "parallel": "rate.parallel", "anchors": "rate.anchors"}
+
+
+def _anchor_list(text: str) -> str:
+    """`--anchors a,b,c` as the YAML list `rate.anchors` takes (names hold ':' and '=', so quoted)."""
+    return "[" + ", ".join(f'"{name.strip()}"' for name in text.split(",") if name.strip()) + "]"
 
 
 def register(sub) -> None:
     p = sub.add_parser("rate", help="rate a run's models against fixed anchors (random = 0, alpha-beta rungs, "
-                       "generation 0, USI engines); games accumulate in runs/NAME/rating/")
+                       "generation 0, GPS Shogi, Fairy-Stockfish, USI engines); games accumulate in "
+                       "runs/NAME/rating/")
     p.add_argument("--run", required=True, help="run directory")
     p.add_argument("--games", type=int, help="games per pairing to top up to (rate.games; raise it to add games)")
     p.add_argument("--playouts", type=int, help="playouts per move of the models (rate.playouts)")
     p.add_argument("--models", choices=["promoted", "all"], help="which generations (rate.models)")
     p.add_argument("--sample", type=int, help="at most this many generations, evenly spread (rate.sample)")
     p.add_argument("--generations", help="comma-separated generations to rate instead (e.g. 0,5,12)")
+    p.add_argument("--anchors", type=_anchor_list, metavar="A,B,...",
+                   help="anchor pool, weakest first (rate.anchors), e.g. random,alphabeta:100,"
+                   "fairy-stockfish:skill=0:byoyomi=100,gpsshogi:depth=4 (docs/benchmarks/ladder.md)")
     p.add_argument("--engine", action="append", default=[], metavar="NAME=COMMAND",
                    help="outside USI engine joining the anchor pool (repeatable; adds to rate.engines)")
     p.add_argument("--parallel", type=int, help="games of a pairing played at once (rate.parallel)")

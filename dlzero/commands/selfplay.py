@@ -3,6 +3,11 @@
 A new run directory is created from the resolved config (with a random generation-0 model as the
 first best); an existing one is opened and its stored config.yaml is the base that `--set` and the
 flags override, so a run keeps its settings however it is resumed.
+
+Self-play takes no run lock while it plays (see `dlzero.runlock`): any number of self-play commands,
+their worker processes and Ray actors may write one run, each shard under a name of its own. It
+holds the trainer's and the gate's locks only while it writes generation 0 of a new run, which is
+theirs to write.
 """
 
 from __future__ import annotations
@@ -39,14 +44,17 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     rd, cfg = run_from_args(args, SELFPLAY_KEYS, "dlzero selfplay")
     games = args.games if args.games is not None else cfg.selfplay.games_per_generation
+    from dlzero.runlock import hold
+    from selfplay.bootstrap import ensure_best_model
     from selfplay.parent import server_lines
     from selfplay.session import run_selfplay
 
+    if rd.best() is None:  # a new run: generation 0 and best.json belong to the trainer's and the gate's parts
+        with hold(rd.root, ("train", "gate")):
+            ensure_best_model(rd, cfg, args.seed)
     if cfg.inference.precision == "int8":  # once here, not in every worker
         from dlzero.inference.int8 import ensure_int8
-        from selfplay.bootstrap import ensure_best_model
 
-        ensure_best_model(rd, cfg, args.seed)
         ensure_int8(rd.best_model_path(), cfg.inference.quantize)
     s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
     split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"

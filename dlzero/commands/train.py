@@ -16,11 +16,13 @@ GPUs launch it with torchrun, which this command detects:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 
 from dlzero.commands.common import add_config_args, config_from_args, run_from_args
 
-FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device"}
+FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device", "reuse": "train.reuse"}
 
 
 def register(sub) -> None:
@@ -33,7 +35,9 @@ def register(sub) -> None:
     src.add_argument("--hcpe", nargs="+", metavar="FILE", help="supervised mode: hcpe files to train on")
     p.add_argument("--out", help="supervised mode: output model file (.pt)")
     p.add_argument("--metrics", help="supervised mode: folder for metrics.csv and TensorBoard events")
-    p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation)")
+    p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation); with --run exactly "
+                   "this many, else the steps follow the new data (train.reuse)")
+    p.add_argument("--reuse", type=float, help="--run: samples per new training position (train.reuse)")
     p.add_argument("--device", help="auto, cpu, cuda or cuda:N (train.device)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_args(p)
@@ -41,15 +45,25 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from dlzero.errors import ConfigError
-    from train import distributed, train_generation, train_supervised
+    from dlzero.runlock import hold
+    from train import distributed
 
     if args.hcpe and not args.out:
         raise ConfigError("--hcpe needs --out (the model file to write)")
     if args.run and (args.out or args.metrics):
         raise ConfigError("--out and --metrics are for --hcpe mode; --run writes into the run directory")
+    # one trainer per run (rank 0 of a torchrun, the rank that writes); --hcpe writes no run
+    writes_run = args.run and (not distributed.launched_by_torchrun() or os.environ["RANK"] == "0")
+    with hold(args.run, ("train",)) if writes_run else contextlib.nullcontext():
+        return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from train import distributed, train_generation, train_supervised
+
     if args.run:
         rd, cfg = run_from_args(args, FLAG_KEYS, "dlzero train", create=False)
     else:
@@ -57,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
     try:
         if rd is not None:
-            res = train_generation(rd, cfg, progress=not args.no_progress)
+            res = train_generation(rd, cfg, steps=args.steps, progress=not args.no_progress)
             if info is None or info.is_main:
                 print(f"wrote {res.model_path}: generation {res.generation}, {res.steps} steps on "
                       f"{res.positions:,} of the run's {res.total_positions:,} positions; "

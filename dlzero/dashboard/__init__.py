@@ -11,4 +11,5 @@ The dashboard never writes into the run directory and offers nothing that could 
 Its web packages are an optional extra (`pip install -e '.[dashboard]'`).
 """
 
+MAX_BODY_BYTES = 64 * 1024  # largest POST body read (a position with a thousand moves is under 6 KB)
 INSTALL_HINT = "the dashboard needs its optional packages: pip install -e '.[dashboard]' (starlette, uvicorn)"

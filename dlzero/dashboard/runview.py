@@ -21,12 +21,17 @@ from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
 from dlzero.errors import DataError, DlzeroError, RunDirError
-from dlzero.rundir import RunDir, generation_name
+from dlzero.metrics.timeline import TIMELINE_CSV, shares
+from dlzero.metrics.timeline import read_rows as read_timeline
+from dlzero.rundir import VALIDATION_CSV, RunDir, generation_name
 
 ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
 RATING_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "elo", "elo_low", "elo_high",
                   "decision", "promoted", "timestamp")
 TRAIN_COLUMNS = ("step", "generation", "policy_loss", "value_loss", "lr", "samples_per_s")
+HELDOUT_FIGURES = ("policy_loss", "policy_acc", "value_loss", "value_acc")
+HELDOUT_COLUMNS = ("model", "set", "data", *HELDOUT_FIGURES)
+_GEN_NAME = re.compile(r"gen-(\d{4,})")
 MAX_GATING_GAMES = 500  # newest first; older ones stay on disk, the list just gets long
 _GEN_DIR = re.compile(r"gen-(\d{4,})$")
 _SESSION_START = re.compile(r"-(\d{8}T\d{6})-[0-9a-f]+-\d{5}$")
@@ -189,6 +194,25 @@ class RunView:
             return []
         return out
 
+    def heldout(self, warn: Warnings) -> list[dict[str, Any]]:
+        """Rows of metrics/validation.csv (train.validation), with the scored model's generation."""
+        path = self.rd.metrics_dir / VALIDATION_CSV
+        out = []
+        try:
+            for n, row in enumerate(self._csv(path, HELDOUT_COLUMNS, warn), start=2):
+                gen = _GEN_NAME.fullmatch(row["model"] or "")
+                out.append({"set": row["set"], "data": row["data"], "model": row["model"],
+                            "generation": int(gen.group(1)) if gen else None,
+                            **{k: number(row[k], line=n, column=k, allow_empty=True) for k in HELDOUT_FIGURES}})
+        except ValueError as exc:
+            warn.add(self.rel(path), f"bad value ({exc}); held-out charts are left out")
+            return []
+        return out
+
+    def time_shares(self) -> dict[str, float]:
+        """Share of the loop's wall time each phase ran (metrics/timeline.csv; empty before the loop ran)."""
+        return shares(read_timeline(self.rd.metrics_dir / TIMELINE_CSV))
+
     def _shard_stats(self, path: Path) -> ShardStats:
         games = read_hcpe3(path, validate=False)
         read_sidecar(path)  # a shard without a readable sidecar is not complete
@@ -317,6 +341,8 @@ class RunView:
                     "model": f"b{model_cfg.get('blocks', '?')}c{model_cfg.get('channels', '?')}"},
             "strength": self.strength(ratings, origin, warn),
             "training": self.training(warn),
+            "heldout": self.heldout(warn),
+            "time_shares": self.time_shares(),
             "selfplay": self.selfplay(shards, cfg, warn),
             "models": models,
             "latest_game": latest,

@@ -11,14 +11,28 @@ we read theirs:
 (nyugyoku), 0x10 max moves. `opponent`: 0 self-play, 1/2 an external engine played Black/White.
 A ply with candidateNum 0 is kept for replay only and is not a training target.
 
-Shards are written atomically with a JSON sidecar (`NAME.hcpe3.json`) written first, so a shard
-never exists without it (a kill between the two writes leaves a lone sidecar, which readers
-ignore), and `list_shards` sees only complete shards. Readers validate while
-reading and raise `DataError` naming the file and byte offset; they never return half a file.
+Each shard has a JSON sidecar (`NAME.hcpe3.json`): its game and move counts, its size and the
+sha256 of its bytes, and the writer's metadata. The shard is written first and the sidecar after
+it, both atomically, so the sidecar is the commit record: a claim of N games never exists without
+the complete shard that holds them. A kill (or a full disk) between the two writes leaves at most
+a shard without a sidecar, which `list_shards` and `RunDir.shards` do not list (the games it holds
+were not reported as saved, so a restarted worker plays them again). The writer removes it itself
+when the sidecar write fails, the self-play parent when the writer's process died
+(`discard_uncommitted`). Readers validate while reading and raise `DataError` naming the file and byte offset; they
+never return half a file.
+
+The checksum (sha256 rather than crc32: it detects any change, not only short bursts, and
+`sha256sum` checks it by hand; at ~1.7 GB/s it costs a millisecond per megabyte, nothing beside the
+replay that validates a shard) is checked by `read_hcpe3` whenever the sidecar has one. Shards
+written before checksums existed (a sidecar without "sha256"), and dlshogi's shards, which have no
+sidecar, still load, with the structural checks only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
 import json
 import os
 import secrets
@@ -31,7 +45,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 
-from dlzero.data.atomic import atomic_write_bytes, atomic_write_text
+from dlzero.data.atomic import TEMP_SUFFIX, atomic_write_bytes, atomic_write_text
 from dlzero.data.hcpe import (
     HCP_SIZE,
     RESULT_MASK,
@@ -41,7 +55,7 @@ from dlzero.data.hcpe import (
     legal_move16s,
     read_file_bytes,
 )
-from dlzero.errors import DataError, PositionError
+from dlzero.errors import DataError, DlzeroError, PositionError
 
 RESULT_DRAW = 0
 BLACK_WIN = 1
@@ -61,6 +75,29 @@ _HEADER = struct.Struct("<32sHBB")
 _MOVE_INFO = struct.Struct("<HhH")
 _CANDIDATE_SIZE = 4
 SHARD_SUFFIX = ".hcpe3"
+
+
+# A disk that is full, over quota or read-only refuses every later write too: retrying cannot help.
+STORAGE_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS) if e is not None)
+
+
+class StorageError(DlzeroError):
+    """The disk refuses writes (full, over quota, read-only). Self-play stops all its workers on it
+    with this one message and does not restart them, since a restarted worker would only play
+    games it cannot save."""
+
+
+def storage_error(exc: BaseException, path: str | os.PathLike[str] | None = None) -> StorageError | None:
+    """`exc` as a StorageError when it is one or an OSError of STORAGE_ERRNOS, else None; `path` names
+    the file being written when the OSError does not (a failed write or fsync names none)."""
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+        where = exc.filename or path
+        return StorageError(f"cannot write{f' {where}' if where else ''}: {exc.strerror} "
+                            f"({errno.errorcode[exc.errno]}); free space on that disk (or raise the quota, or make "
+                            "it writable) and run again")
+    return None
 
 
 def _no_candidates() -> np.ndarray:
@@ -186,11 +223,30 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(path)}.json")
 
 
+def shard_digest(data: bytes | bytearray) -> str:
+    """The checksum a sidecar records for a shard's bytes (hex sha256)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def _write_shard(path: str | os.PathLike[str], encoded: list[bytes], n_moves: int, meta: dict | None) -> None:
-    """Sidecar first, then the shard, both atomic: a shard is never visible without its sidecar."""
-    sidecar = {"format": "hcpe3", "games": len(encoded), "moves": n_moves, "meta": meta or {}}
-    atomic_write_text(sidecar_path(path), json.dumps(sidecar, indent=1, sort_keys=True) + "\n")
-    atomic_write_bytes(path, b"".join(encoded))
+    """The shard, then its sidecar, both atomic: a sidecar never exists without its complete shard.
+
+    An old sidecar at this name goes first (it describes other bytes). If the sidecar cannot be
+    written, the shard is removed again: it would hold games nobody counted as saved.
+    """
+    data = b"".join(encoded)
+    sidecar = {"format": "hcpe3", "games": len(encoded), "moves": n_moves, "bytes": len(data),
+               "sha256": shard_digest(data), "meta": meta or {}}
+    claim = sidecar_path(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(claim)
+    atomic_write_bytes(path, data)
+    try:
+        atomic_write_text(claim, json.dumps(sidecar, indent=1, sort_keys=True) + "\n")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 def write_hcpe3(path: str | os.PathLike[str], games: Iterable[GameRecord], meta: dict | None = None) -> None:
@@ -201,12 +257,38 @@ def write_hcpe3(path: str | os.PathLike[str], games: Iterable[GameRecord], meta:
 
 
 def read_sidecar(path: str | os.PathLike[str]) -> dict:
-    """The sidecar of a shard: {"format", "games", "moves", "meta"}."""
+    """The sidecar of a shard: {"format", "games", "moves", "meta"}, and "bytes" and "sha256" when
+    it was written by a dlzero that checksums shards."""
     raw = read_file_bytes(sidecar_path(path))
     try:
-        return json.loads(raw)
+        side = json.loads(raw)
     except ValueError as e:
         raise DataError(str(sidecar_path(path)), None, f"not valid JSON: {e}") from e
+    if not isinstance(side, dict):
+        raise DataError(str(sidecar_path(path)), None, f"not a JSON object but {type(side).__name__}")
+    return side
+
+
+def verify_shard(path: str | os.PathLike[str], data: bytes | bytearray) -> bool:
+    """Check a shard's bytes against its sidecar's size and sha256; a DataError if they differ.
+
+    Returns False when there is nothing to check against: no sidecar (dlshogi's shards, a shard
+    not yet committed) or a sidecar written before shards had checksums.
+    """
+    if not sidecar_path(path).is_file():
+        return False
+    side = read_sidecar(path)
+    if "sha256" not in side:
+        return False
+    if side.get("bytes") != len(data):
+        raise DataError(str(path), None, f"{len(data)} bytes, but its sidecar says {side.get('bytes')}: "
+                        "the shard was truncated or extended after it was written")
+    digest = shard_digest(data)
+    if digest != side["sha256"]:
+        raise DataError(str(path), None, f"checksum mismatch: sha256 {digest[:16]}..., its sidecar says "
+                        f"{str(side['sha256'])[:16]}...: the shard changed after it was written "
+                        "(a flipped bit, a bad copy, an edit)")
+    return True
 
 
 # ---------------------------------------------------------------- decoding
@@ -290,8 +372,11 @@ def read_hcpe3(path: str | os.PathLike[str], validate: bool = True) -> list[Game
     bytes, candidateNum <= 593, and that each start hcp decodes. With `validate`, every game is
     also replayed with cshogi: each selected move and each candidate must be legal (and candidates
     distinct) in its position. Other errors name the offset of the bad header, ply or candidate.
+    Before any of this, the bytes are checked against the sidecar's sha256 when it has one
+    (`verify_shard`): most flipped bits still parse as legal games, only the checksum sees them.
     """
     data = bytearray(read_file_bytes(path))
+    verify_shard(path, data)
     games, offsets, error = _parse_all(data)
     errors = [error] if error else []
     if games:
@@ -355,11 +440,13 @@ def iter_training_positions(game: GameRecord) -> Iterator[TrainingPosition]:
 class ShardWriter:
     """Collects games and writes them as hcpe3 shards of `games_per_shard` games each.
 
-    A shard is written (atomically, sidecar first) every `games_per_shard` games and by `flush`,
+    A shard is written (atomically, then its sidecar) every `games_per_shard` games and by `flush`,
     `close` or leaving the `with` block (also on an exception: the pending games are complete).
-    A killed process loses at most the games not yet flushed. Names are
-    `{prefix}-{pid}-{start time}-{random}-{seq:05d}.hcpe3`: the random part keeps workers apart
-    when pids repeat, as they do across containers or machines sharing one folder.
+    A killed process loses at most the games not yet flushed. A disk that refuses the write
+    (STORAGE_ERRNOS) is a StorageError; the pending games are dropped and the writer is closed.
+    Names are `{stem}-{seq:05d}.hcpe3` with `stem` = `{prefix}-{pid}-{start time}-{random}`: the
+    random part keeps workers apart when pids repeat, as they do across containers or machines
+    sharing one folder.
     """
 
     def __init__(
@@ -376,7 +463,7 @@ class ShardWriter:
         self.games_per_shard = games_per_shard
         self.written: list[Path] = []
         self.written_games: list[int] = []  # games in each written shard
-        self._stem = f"{prefix}-{os.getpid()}-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+        self.stem = f"{prefix}-{os.getpid()}-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
         self._pending: list[bytes] = []
         self._pending_moves = 0
         self._closed = False
@@ -394,8 +481,18 @@ class ShardWriter:
         """Write the pending games as a shard now; returns its path (None if nothing was pending)."""
         if not self._pending:
             return None
-        path = self.directory / f"{self._stem}-{len(self.written):05d}{SHARD_SUFFIX}"
-        _write_shard(path, self._pending, self._pending_moves, self.meta)
+        path = self.directory / f"{self.stem}-{len(self.written):05d}{SHARD_SUFFIX}"
+        try:
+            _write_shard(path, self._pending, self._pending_moves, self.meta)
+        except OSError as exc:
+            if exc.errno not in STORAGE_ERRNOS:
+                raise
+            lost = len(self._pending)  # dropped, and the writer closed: a second try would fail alike
+            self._pending, self._pending_moves, self._closed = [], 0, True
+            raise StorageError(
+                f"cannot write shard {path}: {exc.strerror} ({errno.errorcode[exc.errno]}); the {lost} finished "
+                f"game(s) it would hold are lost, no partial file is left. Free space on that disk (or raise "
+                "the quota, or make it writable) and run again: the games already saved are intact") from exc
         self.written.append(path)
         self.written_games.append(len(self._pending))
         self._pending = []
@@ -414,16 +511,43 @@ class ShardWriter:
         self.close()
 
 
+def discard_uncommitted(directory: str | os.PathLike[str], stem: str) -> list[Path]:
+    """Remove what a dead ShardWriter (`stem`, in `directory`) left half done; returns the removed paths.
+
+    That is: shards without a sidecar (their games were never counted as saved, so a restarted
+    worker plays them again) and temp files of interrupted writes. Committed shards are not
+    touched. Only for a writer whose process is gone: a live one may be between its two writes.
+    """
+    removed = []
+    for path in Path(directory).glob(f"*{stem}-*"):
+        name = path.name
+        uncommitted = name.startswith(f"{stem}-") and name.endswith(SHARD_SUFFIX) and not is_committed(path)
+        if uncommitted or (name.startswith(f".{stem}-") and name.endswith(TEMP_SUFFIX)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 def shard_glob(prefix: str | None = None) -> str:
     """Glob pattern of the shard names `ShardWriter(prefix=...)` writes (any prefix when None)."""
     return f"{prefix}-*{SHARD_SUFFIX}" if prefix else f"*{SHARD_SUFFIX}"
 
 
+def is_committed(path: str | os.PathLike[str]) -> bool:
+    """Whether a shard's sidecar exists: written after the shard, it is what makes the shard count."""
+    return sidecar_path(path).is_file()
+
+
 def list_shards(directory: str | os.PathLike[str]) -> list[Path]:
-    """Complete shards in `directory` (not recursive), oldest first by mtime, then by name."""
+    """Complete shards in `directory` (not recursive), oldest first by mtime, then by name.
+
+    Complete means committed: a shard whose sidecar is missing (its writer died between the two,
+    or it is someone else's hcpe3 file) is not listed; read such files with `read_hcpe3` directly.
+    """
     found = []
     for path in Path(directory).glob(shard_glob()):
-        if path.name.startswith("."):  # atomic_open's temporary files, and other hidden files
+        if path.name.startswith(".") or not is_committed(path):  # temp files, hidden files, uncommitted shards
             continue
         try:
             found.append((path.stat().st_mtime, path.name, path))

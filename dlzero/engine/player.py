@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import cshogi
+import numpy as np
 
 from dlzero.config import Config
 from dlzero.engine.layout import engine_config
@@ -31,6 +32,14 @@ from dlzero.search import (
     root_winrate,
     winrate_to_cp,
 )
+
+# The search asks whether to stop once a step (collect leaves, take the oldest batch back, back up);
+# after it says yes, the batches in flight are still drained. Both take about a step, so the hard
+# limit is kept that many steps ahead. Measured on 2 loaded cores (load 8, byoyomi 1000, margin 300,
+# 5x64 network): the stop came up to 125 ms past the 700 ms limit and the drain took up to 180 ms,
+# about one longest step each; over a 20-game shogiarena match against Fairy-Stockfish on the same
+# cores two moves took 1.6 s and lost on time.
+HARD_STOP_STEPS = 2
 
 
 @dataclass
@@ -74,6 +83,7 @@ class Player:
         self._ponder_start: float | None = None
         self.resign_threshold = cfg.usi.resign_threshold
         self._rate: float | None = None  # playouts per ms of the last timed search (Gumbel budgets)
+        self._restricted = False  # the tree's root holds only a `go searchmoves` list
 
     # -- position and tree reuse ----------------------------------------------------------------
     def set_position(self, board: cshogi.Board) -> None:
@@ -81,18 +91,20 @@ class Player:
         moves = list(board.history)
         start_sfen = start_position(board)
         reusable = (self.tree is not None and self.cfg.search.reuse_tree and start_sfen == self._start_sfen
-                    and moves[: len(self._moves)] == self._moves)
+                    and moves[: len(self._moves)] == self._moves and not self._restricted)
         if reusable:
             for move in moves[len(self._moves):]:
                 self.tree.advance(move)
         else:
             self.tree = Tree(_copy_board(board))
+            self._restricted = False
         self._start_sfen, self._moves = start_sfen, moves
         self._ponder_start = None  # a ponderhit belongs to the search of one position
 
     def new_game(self) -> None:
         self.tree = None
         self._start_sfen, self._moves = None, []
+        self._restricted = False
 
     # -- thinking -------------------------------------------------------------------------------
     def think(self, limits: Limits, stop: threading.Event | None = None,
@@ -104,10 +116,13 @@ class Player:
         """
         if self.tree is None:
             raise RuntimeError("think() before set_position()")
+        if limits.searchmoves or self._restricted:
+            self._restrict_root(limits.searchmoves)
         tree = self.tree
         board = tree.board
         start = time.perf_counter()
-        settled = root_checks(board, self.cfg.search.root_mate_depth, self.cfg.search.entering_king_rule)
+        settled = root_checks(board, self.cfg.search.root_mate_depth, self.cfg.search.entering_king_rule,
+                              allowed=limits.searchmoves)
         if settled is not None:
             return settled
         clock = Limits(**{**vars(limits), "ponder": False})
@@ -115,10 +130,11 @@ class Player:
                           self.cfg.usi.time_margin_ms)
         playouts = limits.playouts or self.cfg.usi.playouts
         if not playouts:
-            playouts = 1 << 30 if (budget.hard_ms or limits.infinite or limits.ponder) else 800
-            if self.cfg.search.algorithm == "gumbel" and budget.target_ms and not (limits.infinite or limits.ponder):
+            playouts = 1 << 30 if (budget.hard_ms or limits.open_ended or limits.ponder) else 800
+            if self.cfg.search.algorithm == "gumbel" and budget.target_ms and not (limits.open_ended or limits.ponder):
                 playouts = self._gumbel_budget(budget.target_ms)
-        state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False}
+        state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False,
+                 "last_check": None, "step_ms": 0.0}
         clock_start = [start]
 
         def elapsed_ms() -> float:
@@ -132,6 +148,9 @@ class Player:
                 self._ponder_start = None
                 state["pondering"] = False
             now_ms = elapsed_ms()
+            if state["last_check"] is not None:  # a step's length, the recent longest fading by a quarter a step
+                state["step_ms"] = max(now_ms - state["last_check"], 0.75 * state["step_ms"])
+            state["last_check"] = now_ms
             if on_info and (time.perf_counter() - state["last_info"]) * 1000.0 >= info_interval_ms:
                 state["last_info"] = time.perf_counter()
                 on_info(self._analysis(start))
@@ -142,14 +161,14 @@ class Player:
                 return True
             if state["pondering"] or budget.hard_ms is None:
                 return False
-            if now_ms >= budget.hard_ms:
+            if now_ms + HARD_STOP_STEPS * state["step_ms"] >= budget.hard_ms:
                 return True
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
         self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop)
         if tree.playouts >= 64:
             self._rate = tree.playouts / max(elapsed_ms(), 1.0)
-        while limits.infinite and stop is not None and not stop.is_set():
+        while limits.open_ended and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
         if on_info:
@@ -161,6 +180,20 @@ class Player:
         self._ponder_start = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------------------
+    def _restrict_root(self, searchmoves: tuple[int, ...]) -> None:
+        """A new tree whose root holds only `searchmoves` (all moves when empty).
+
+        A reused root was expanded with every move, and a restricted one must not serve a later
+        search of all moves, so both directions start a fresh tree; only the root is filtered.
+        """
+        allowed = np.asarray(searchmoves, dtype=np.int64)
+
+        def root_only(board: cshogi.Board, depth: int, moves: np.ndarray) -> np.ndarray | None:
+            return np.isin(moves, allowed) if depth == 0 else None
+
+        self.tree = Tree(_copy_board(self.tree.board), move_filter=root_only if searchmoves else None)
+        self._restricted = bool(searchmoves)
+
     def _gumbel_budget(self, target_ms: float) -> int:
         """Gumbel's Sequential Halving needs its simulation budget up front: by time, the playouts
         the last search's speed fits into the target time (800 before any search was timed)."""
@@ -220,19 +253,23 @@ def engine_rules(declaration: str = "27") -> GameRules:
     return GameRules(repetitions=0, max_moves=0, declaration=declaration)
 
 
-def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27") -> Analysis | None:
+def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27",
+                allowed: tuple[int, ...] = ()) -> Analysis | None:
     """The answer when the rules settle the root: no legal move, a declaration win, a short mate.
 
     Shared by the Player and the analysis engine, so both answer these positions the same way.
+    With `allowed` (a `go searchmoves` list) a mate counts only when its first move is listed;
+    a declaration is not a move, so it stands.
     """
     verdict = game_end(board, engine_rules(declaration))
     if verdict is not None and verdict.reason == END_MATE:
         return Analysis(bestmove="resign", winrate=0.0, score_cp=-30000)
     if verdict is not None and verdict.reason == END_DECLARATION:
         return Analysis(bestmove="win", winrate=1.0, score_cp=30000)
+    listed = {cshogi.move16(m) for m in allowed}  # mate finders may return the 16-bit form of a move
     for d in range(1, mate_depth + 1, 2):
         move = find_mate(board, d)
-        if move:
+        if move and (not listed or cshogi.move16(move) in listed):
             usi = cshogi.move_to_usi(move)
             return Analysis(bestmove=usi, pv=[usi], winrate=1.0, score_cp=30000, mate=d)
     return None

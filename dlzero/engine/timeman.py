@@ -15,7 +15,10 @@ import cshogi
 
 @dataclass
 class Limits:
-    """What `go` asked for. Times in milliseconds; 0 means not given."""
+    """What `go` asked for. Times in milliseconds; 0 means not given.
+
+    `searchmoves`: the root moves (cshogi move ints) the search may choose from; empty: all.
+    """
 
     playouts: int = 0
     btime: int = 0
@@ -26,10 +29,20 @@ class Limits:
     movetime: int = 0
     infinite: bool = False
     ponder: bool = False
+    searchmoves: tuple[int, ...] = ()
 
     @property
     def timed(self) -> bool:
         return bool(self.btime or self.wtime or self.byoyomi or self.binc or self.winc or self.movetime)
+
+    @property
+    def open_ended(self) -> bool:
+        """`go infinite` with no limit beside it: search, and answer only after `stop`.
+
+        A limit given with `infinite` (`go nodes 800 infinite`, as shogiarena's `analyze --nodes`
+        sends) bounds the search and the answer comes at the limit, as YaneuraOu and Stockfish do.
+        """
+        return self.infinite and not (self.playouts or self.timed)
 
 
 @dataclass
@@ -42,7 +55,7 @@ class TimeBudget:
 
 def allocate(limits: Limits, turn: int, ply: int, byoyomi_margin: int, time_margin: int) -> TimeBudget:
     """Time for this move from the clock, following dlshogi's formula with safety margins."""
-    if limits.infinite or limits.ponder:
+    if limits.open_ended or limits.ponder:
         return TimeBudget(None, None)
     if limits.movetime:
         t = max(limits.movetime - byoyomi_margin, 1)

@@ -1,8 +1,13 @@
 """Anchored ratings of a run: its models play a fixed anchor pool, every game is kept, one fit over all.
 
 Pairings: each rated model plays every anchor of `cfg.rate.anchors` (and every outside engine), and
-neighbouring tree-less anchors (random, alphabeta:N, engines, in the configured order) play each other
-so the anchors are tied together even where no model reaches them. A pairing is topped up to
+neighbouring tree-less anchors (random, alphabeta:N, the engine anchors gpsshogi:..., fairy-stockfish:...,
+usi:..., then the `rate.engines`, in the configured order) play each other so the anchors are tied
+together even where no model reaches them. Every game counts in one joint fit with only `random` pinned:
+the anchors' Elos are fitted again from the run's own games, never taken as fixed values (the ladder
+measured once, docs/benchmarks/ladder.md, says where the rungs sit; a run's fit should agree within noise).
+Engine processes start once per session and stay up across its pairings; they are closed when it ends,
+also on Ctrl-C or an error. A pairing is topped up to
 `cfg.rate.games` games: rating again plays only what is missing (raise `games` to add more), and a run
 interrupted half-way loses at most the games in progress. Games come in colour-swapped pairs from the
 gate's opening source, continuing through the openings where the pairing's earlier games stopped.
@@ -29,6 +34,7 @@ import hashlib
 import io
 import json
 import logging
+import re
 import sys
 import zlib
 from collections import Counter
@@ -42,7 +48,7 @@ from tqdm import tqdm
 
 from dlzero.config import Config, gate_interval
 from dlzero.data.atomic import atomic_write_text
-from dlzero.gating.anchors import RANDOM, builtin_chooser, model_generation, parse_engine
+from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
 from dlzero.gating.arena import GameRecord, MatchResult, play_match
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_ratings
 from dlzero.gating.usi_opponent import UsiOpponent
@@ -267,7 +273,7 @@ def _seed(a: str, b: str) -> int:
 
 def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int) -> Path:
     tag = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
-    safe = f"{a}--{b}".replace(":", "-")
+    safe = re.sub(r"[^A-Za-z0-9_.+=-]", "-", f"{a}--{b}")  # usi:PATH names hold slashes and spaces
     path = rating_dir(rd) / f"{safe}--{tag}--{start:05d}.json"
     n = 1
     while path.exists():
@@ -285,12 +291,22 @@ def stored_game(game: GameRecord, a: str, b: str) -> dict[str, Any]:
 
 
 class _Sides:
-    """Opens players for matches: models once per session, engines once, tree-less anchors per batch."""
+    """Opens players for matches: models once per session, engines (outside ones and engine anchors) once,
+    kept alive across pairings, built-in anchors per batch. `players`: every name a pairing to play
+    names, so an engine anchor whose program is missing is an error before the first game."""
 
-    def __init__(self, rd: RunDir, cfg: Config, engines: dict[str, str]) -> None:
+    def __init__(self, rd: RunDir, cfg: Config, engines: dict[str, str], players: Iterable[str]) -> None:
         self.rd, self.cfg = rd, cfg
-        self.engines = {name: UsiOpponent(name, cmd, cfg.rate.engine_go, cfg.rate.engine_timeout_s)
-                        for name, cmd in engines.items()}
+        self.engines: dict[str, UsiOpponent] = {}
+        try:
+            for name, cmd in engines.items():
+                self.engines[name] = UsiOpponent(name, cmd, cfg.rate.engine_go, cfg.rate.engine_timeout_s)
+            for name in dict.fromkeys(players):
+                if is_engine(name):
+                    self.engines[name] = engine_anchor(name, cfg.rate.engine_timeout_s)
+        except BaseException:
+            self.close()
+            raise
         self.models: dict[str, Any] = {}
 
     def get(self, name: str, seed: int) -> Any:
@@ -333,8 +349,8 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
     todo = [(a, b, have[_pair_key(a, b)]) for a, b in pairs if have[_pair_key(a, b)] < cfg.rate.games]
     total = sum(cfg.rate.games - k for _, _, k in todo)
     bar = tqdm(total=total, desc="rating games", unit="game", file=sys.stderr, disable=not progress or not total)
-    sides = _Sides(rd, cfg, engines)
     played = 0
+    sides = _Sides(rd, cfg, engines, [x for a, b, _ in todo for x in (a, b)])
     try:
         for n, (a, b, start) in enumerate(todo):
             need = cfg.rate.games - start

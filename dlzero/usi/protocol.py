@@ -7,14 +7,23 @@ change what the worker uses (`position`, `go`, `usinewgame`, `gameover`, `quit`,
 first stop and join it, so there is never more than one search and never two `bestmove` lines.
 All output goes through one locked writer, so `info` lines from the worker never interleave
 with replies from the main thread. Nothing but USI text goes to the output: logs use stderr.
+
+`go` as YaneuraOu answers it: a limit given with `infinite` (`go nodes 800 infinite`) ends the
+search at the limit; `infinite` alone searches until `stop`. `go ponder` never answers before
+`ponderhit` or `stop`; its clock starts at `ponderhit` (a node limit may end the search sooner,
+the answer still waits). `searchmoves` restricts the root to the listed moves.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 import cshogi
 
@@ -26,11 +35,23 @@ from dlzero.errors import DlzeroError
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import best_index, winrate_to_cp
-from dlzero.usi.options import BY_NAME, IGNORED, MODEL_KEYS, get_key, option_lines, parse_value, with_option
+from dlzero.usi.options import (
+    BY_NAME,
+    IGNORED,
+    MODEL_KEYS,
+    get_key,
+    option_lines,
+    parse_value,
+    tunables_manifest,
+    with_option,
+)
 
 ENGINE_NAME = "dlzero"
 ENGINE_AUTHOR = "dlzero developers"
 _GO_INT_ARGS = {"btime", "wtime", "byoyomi", "binc", "winc", "movetime", "nodes"}
+# Words that end a `searchmoves` list (UCI: the moves run to the next keyword or the line's end).
+_GO_KEYWORDS = _GO_INT_ARGS | {"infinite", "ponder", "mate", "searchmoves", "depth"}
+_USI_MOVE = re.compile(r"([1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i])")
 MATE_MAX_DEPTH = 31
 MATE_NODES_PER_MS = 500
 MATE_NODES_INFINITE = 5_000_000
@@ -85,6 +106,7 @@ class UsiEngine:
             "usi": self._usi, "isready": self._isready, "setoption": self._setoption,
             "usinewgame": self._usinewgame, "position": self._position, "go": self._go,
             "stop": self._stop_cmd, "ponderhit": self._ponderhit_cmd, "gameover": self._gameover,
+            "usi_tunables": self._usi_tunables,
         }.get(cmd)
         if handler is None:
             self.send(f"info string unknown command: {line}")
@@ -102,6 +124,12 @@ class UsiEngine:
         for line in option_lines(self.cfg, self.model_path, self.ponder):
             self.send(line)
         self.send("usiok")
+
+    def _usi_tunables(self, _: str) -> None:
+        """shogiarena's SPSA handshake: the search constants it may tune, one JSON line, then `usi_tunablesok`
+        (an engine that stays silent costs every SPSA run shogiarena's handshake timeout, 120 s)."""
+        self.send("info string shogiarena_tunables_json " + json.dumps(tunables_manifest(self.cfg)))
+        self.send("usi_tunablesok")
 
     def _isready(self, _: str) -> None:
         if not self._thinking():
@@ -130,10 +158,20 @@ class UsiEngine:
                 self.model_path = None if parsed in ("", "<empty>") else parsed
             elif opt.name == "USI_Ponder":
                 self.ponder = parsed
+            elif opt.name == "Clear Hash":
+                self._clear_hash()
             else:
                 self.cfg = with_option(self.cfg, opt, parsed)
         except ValueError as exc:
             self.send(f"info string error: {exc}; {opt.name} keeps its value")
+
+    def _clear_hash(self) -> None:
+        """`Clear Hash` (YaneuraOu's button; shogiarena's SPSA presses it between games): drop the
+        search tree and the evaluation cache, so the next search learns nothing from earlier ones."""
+        self._finish_search(wait=True)
+        if self._player is not None:
+            self._player.new_game()
+            self._player.search.cache.clear()
 
     def _usinewgame(self, _: str) -> None:
         self._finish_search(wait=True)
@@ -150,17 +188,17 @@ class UsiEngine:
 
     def _go(self, rest: str) -> None:
         self._finish_search(wait=True)
-        limits, mate_ms = self._parse_go(rest.split())
+        limits, mate_nodes = self._parse_go(rest.split(), self._board)
         self._stop.clear()
         self._ponderhit.clear()
-        self._open_ended = limits.infinite or limits.ponder
+        self._open_ended = limits.open_ended or limits.ponder
         if self._board is None:
             self.send("info string error: no position")
-            self._bestmove_or_checkmate(mate_ms, None)
+            self._bestmove_or_checkmate(mate_nodes, None)
             return
         board = self._board.copy()
-        if mate_ms is not None:
-            target = lambda: self._send_checkmate(board, mate_ms)  # noqa: E731
+        if mate_nodes is not None:
+            target = lambda: self._send_checkmate(board, mate_nodes)  # noqa: E731
         else:
             player = self._ensure_player()
             if player is None:
@@ -187,19 +225,42 @@ class UsiEngine:
         self._finish_search()
 
     # -- search ---------------------------------------------------------------------------------
-    def _parse_go(self, tokens: list[str]) -> tuple[Limits, int | None]:
-        """Limits from `go` arguments, and the `go mate` time (ms, 0 = no limit) or None."""
+    def _parse_go(self, tokens: list[str], board: cshogi.Board | None) -> tuple[Limits, int | None]:
+        """Limits from `go` arguments, and the `go mate` node budget (None: not a mate search).
+
+        A bad argument is reported in an `info string` and left out; the rest of the command
+        stands. `go mate T` is a time in ms (USI), `go mate nodes N` a node budget (shogiarena's
+        `run mate --node-limit`), `go mate` / `go mate infinite` the largest budget.
+        """
         limits = Limits()
-        mate_ms: int | None = None
+        mate_nodes: int | None = None
         i = 0
         while i < len(tokens):
             tok = tokens[i]
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
             if tok in ("infinite", "ponder"):
                 setattr(limits, tok, True)
             elif tok == "mate":
-                arg = tokens[i + 1] if i + 1 < len(tokens) else "infinite"
-                mate_ms = int(arg) if arg.isdigit() else 0
-                i += 1
+                if nxt == "nodes" and i + 2 < len(tokens) and tokens[i + 2].isdigit():
+                    mate_nodes = int(tokens[i + 2])
+                    i += 2
+                elif nxt is not None and nxt.isdigit():
+                    mate_nodes = MATE_NODES_PER_MS * int(nxt) or MATE_NODES_INFINITE
+                    i += 1
+                else:
+                    mate_nodes = MATE_NODES_INFINITE
+                    if nxt == "infinite":
+                        i += 1
+            elif tok == "searchmoves":
+                end = i + 1
+                while end < len(tokens) and tokens[end] not in _GO_KEYWORDS:
+                    end += 1
+                limits.searchmoves = self._searchmoves(tokens[i + 1:end], board)
+                i = end - 1
+            elif tok == "depth":
+                self.send("info string go depth is not supported (a tree search has no fixed depth): ignored")
+                if nxt is not None and nxt.isdigit():
+                    i += 1
             elif tok in _GO_INT_ARGS and i + 1 < len(tokens):
                 value = tokens[i + 1]
                 if value.lstrip("-").isdigit():
@@ -210,7 +271,26 @@ class UsiEngine:
             else:
                 self.send(f"info string error: unknown go argument '{tok}'")
             i += 1
-        return limits, mate_ms
+        return limits, mate_nodes
+
+    def _searchmoves(self, texts: list[str], board: cshogi.Board | None) -> tuple[int, ...]:
+        """The legal root moves among `texts`; each bad one named in an `info string` and left out.
+        None legal: every move is searched (said so), as an empty list would leave nothing to play."""
+        moves: list[int] = []
+        for text in texts:
+            if not _USI_MOVE.fullmatch(text):
+                self.send(f"info string error: searchmoves: '{text}' is not a USI move; left out")
+                continue
+            if board is None:
+                continue
+            move = board.move_from_usi(text)
+            if not move or not board.is_legal(move):
+                self.send(f"info string error: searchmoves: '{text}' is not a legal move here; left out")
+            elif move not in moves:
+                moves.append(move)
+        if board is not None and not moves:
+            self.send("info string error: searchmoves lists no legal move; searching every move")
+        return tuple(moves)
 
     def _think(self, player: Player, limits: Limits) -> None:
         interval = self.cfg.usi.pv_interval_ms
@@ -224,10 +304,10 @@ class UsiEngine:
                 self._send_info(result, player, multipv)
         except Exception as exc:  # the GUI still needs its bestmove
             self.send(f"info string error: search failed: {exc}")
-        # `go ponder` and `go infinite` may not answer before `ponderhit`/`stop`, even when the
-        # rules settled the position at once.
+        # `go ponder` and `go infinite` (with no limit beside it) may not answer before
+        # `ponderhit`/`stop`, even when the rules settled the position at once.
         def waiting() -> bool:
-            return limits.infinite or (limits.ponder and not self._ponderhit.is_set())
+            return limits.open_ended or (limits.ponder and not self._ponderhit.is_set())
 
         while waiting() and not self._stop.is_set():
             self._stop.wait(0.005)
@@ -253,8 +333,8 @@ class UsiEngine:
             tail = f" pv {' '.join(pv)}" if pv else ""
             self.send(f"info depth {depth} seldepth {depth}{mpv} {head[5:]} score {score}{tail}")
 
-    def _bestmove_or_checkmate(self, mate_ms: int | None, result: Analysis | None) -> None:
-        if mate_ms is not None:
+    def _bestmove_or_checkmate(self, mate_nodes: int | None, result: Analysis | None) -> None:
+        if mate_nodes is not None:
             self.send("checkmate nomate")
         elif result is None:
             self.send("bestmove resign")
@@ -263,13 +343,13 @@ class UsiEngine:
         else:
             self.send(f"bestmove {result.bestmove}")
 
-    def _send_checkmate(self, board: cshogi.Board, limit_ms: int) -> None:
-        """`go mate`: cshogi's df-pn with a node budget scaled to the time limit.
+    def _send_checkmate(self, board: cshogi.Board, nodes: int) -> None:
+        """`go mate`: cshogi's df-pn within a node budget.
 
-        cshogi's df-pn holds the GIL and cannot be interrupted from another thread, so the time
-        limit becomes a node limit (measured about 1M nodes/s on one core, halved for safety).
+        cshogi's df-pn holds the GIL and cannot be interrupted from another thread, so a time
+        limit becomes a node limit (MATE_NODES_PER_MS: measured about 1M nodes/s on one core,
+        halved for safety).
         """
-        nodes = MATE_NODES_PER_MS * limit_ms if limit_ms else MATE_NODES_INFINITE
         dfpn = cshogi.DfPn(MATE_MAX_DEPTH, max(nodes, 1000))
         if not board.is_check() and dfpn.search(board):
             self.send("checkmate " + " ".join(cshogi.move_to_usi(m) for m in dfpn.get_pv(board)))
@@ -363,12 +443,21 @@ def _load_evaluator(path: str, cfg: Config) -> Evaluator:
     return evaluator
 
 
-def main(cfg: Config, model_path: str | None = None) -> int:
-    """Run a USI session on stdin/stdout; stray prints from libraries are sent to stderr."""
+def main(cfg: Config, model_path: str | None = None) -> NoReturn:
+    """Run a USI session on stdin/stdout; stray prints from libraries are sent to stderr.
+
+    After `quit` (or the end of input) the process ends at once, without the interpreter's
+    teardown: unloading torch takes 2 s on an idle machine and more on a busy one, and match
+    runners kill an engine still running a few seconds after `quit` (shogiarena: 5 s) and log it.
+    Every USI line is already flushed; the logs are flushed here.
+    """
     out = sys.stdout
     sys.stdout = sys.stderr
     try:
         UsiEngine(cfg, model_path, out).run(sys.stdin)
     finally:
         sys.stdout = out
-    return 0
+    out.flush()
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)

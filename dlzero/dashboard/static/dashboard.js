@@ -334,6 +334,21 @@ function drawTraining(rows) {
   lineChart($("chart-sps"), s("samples_per_s", "#1a7f37"), o);
 }
 
+function drawHeldOut(rows, shares) {
+  const o = { width: 300, height: 170, xLabel: "generation", integerX: true };
+  const s = (set, key, color) => ({ name: set === "next" ? "next games" : "fixed set", color,
+    points: rows.filter((r) => r.set === set && r.generation !== null).map((r) => ({ x: r.generation, y: r[key] })) });
+  const both = (key) => [s("next", key, "#c62828"), s("fixed", key, "#1565c0")];
+  lineChart($("chart-ho-value"), both("value_loss"), Object.assign({ hlines: [{ y: 0.693, label: "constant" }] }, o));
+  lineChart($("chart-ho-top1"), both("policy_acc"), o);
+  lineChart($("chart-ho-policy"), both("policy_loss"), o);
+  const names = Object.keys(shares || {});
+  $("time-shares").textContent = names.length
+    ? "Where the loop's time went (share of its wall time each phase was running; phases may overlap): " +
+      names.map((k) => `${k} ${pct(shares[k])}`).join(", ")
+    : "Where the loop's time went: not recorded yet (metrics/timeline.csv appears with the loop's first phase).";
+}
+
 function cell(tr, text, cls) {
   const td = document.createElement("td");
   td.textContent = text;
@@ -470,6 +485,7 @@ async function refresh() {
       lastJson = json;
       drawStrength(state.strength);
       drawTraining(state.training);
+      drawHeldOut(state.heldout, state.time_shares);
       drawSelfplay(state.selfplay);
       drawModels(state.models);
       updateGatingList(state.gating_games);

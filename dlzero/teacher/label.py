@@ -1,0 +1,175 @@
+"""Labelling one part: games played by the teacher, or existing games relabelled, as hcpe3 games.
+
+Teacher games run `batch_size` games in lockstep (one `label` call per ply across them). The first
+`sample_plies` teacher moves of a game are drawn from its policy (a teacher whose policy is one-hot,
+a USI engine without MultiPV, plays its move), later ones are its best move. A game ends by the
+rules (`dlzero.game_end`: mate, sennichite at the fourth occurrence, declaration, the move cap), or
+when the teacher resigns, declares, or announces a mate (the mover wins: the plies left to mate
+would teach little). Every teacher ply is a training target: its policy as counts,
+its win rate as the eval; the result is the game's.
+
+A position with a mate in one ply is not asked: cshogi's mate search labels it (the mating move,
+a sure win, `proven`). That is what any teacher should say there (miniosl's network, without search,
+misses some), and it spares GPS Shogi the root mates after which it needs a restart (`usi`).
+
+Relabelled games keep their moves and result; every ply gets the teacher's policy and eval. A ply
+where the teacher resigned or declared keeps its move as a replay-only ply (no candidates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import cshogi
+import numpy as np
+
+from dlzero.data.hcpe3 import (
+    BLACK_WIN,
+    FLAG_MAX_MOVES,
+    FLAG_NYUGYOKU,
+    FLAG_REPETITION,
+    RESULT_DRAW,
+    WHITE_WIN,
+    GameRecord,
+    MoveRecord,
+)
+from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_PERPETUAL_CHECK, END_REPETITION, GameRules, game_end
+from dlzero.position import parse_position, start_position
+from dlzero.teacher.base import Label, Query, Teacher, move_record
+from dlzero.teacher.sources import SourceGame
+
+Report = Callable[[int], None]  # told how many positions were just labelled
+
+_FLAGS = {END_REPETITION: FLAG_REPETITION, END_PERPETUAL_CHECK: FLAG_REPETITION, END_MAX_MOVES: FLAG_MAX_MOVES,
+          END_DECLARATION: FLAG_NYUGYOKU}
+
+
+@dataclass(frozen=True)
+class PlaySettings:
+    """How the teacher's own games go (the rules are those of dlzero's self-play)."""
+
+    sample_plies: int = 12  # teacher moves per game drawn from its policy (selfplay.random_plies)
+    max_moves: int = 320  # the move number at which a game is a draw (selfplay.max_moves)
+    declaration: str = "27"  # entering-king rule (search.entering_king_rule)
+
+
+def _mate_in_one(board: cshogi.Board) -> int:
+    """A move that mates at once, or 0. cshogi's mate search assumes the side to move is not in check
+    (in check it can answer an illegal drop), so positions in check get 0, and the answer is checked."""
+    mate = 0 if board.is_check() else board.mate_move_in_1ply()
+    if not mate or mate not in board.legal_moves:
+        return 0
+    board.push(mate)
+    mated = board.is_game_over()
+    board.pop()
+    return mate if mated else 0
+
+
+def label_positions(teacher: Teacher, queries: Sequence[Query]) -> list[Label]:
+    """The teacher's labels of `queries`, but cshogi's for positions (not in check) with a mate in one ply."""
+    labels: list[Label | None] = []
+    ask: list[int] = []
+    for i, query in enumerate(queries):
+        mate = _mate_in_one(query.board)
+        labels.append(Label(mate & 0xFFFF, 1.0, ((mate & 0xFFFF, 1.0),), proven=True) if mate else None)
+        if not mate:
+            ask.append(i)
+    for i, label in zip(ask, teacher.label([queries[i] for i in ask]) if ask else [], strict=True):
+        labels[i] = label
+    return labels
+
+
+def _result(winner: int | None, flag: int = 0) -> int:
+    code = RESULT_DRAW if winner is None else (BLACK_WIN if winner == cshogi.BLACK else WHITE_WIN)
+    return code | flag
+
+
+class _TeacherGame:
+    """One of the teacher's games in progress."""
+
+    def __init__(self, line: str) -> None:
+        self.board = parse_position(line)
+        self.start_sfen = start_position(self.board)
+        self.record = GameRecord.from_board(cshogi.Board(self.start_sfen))
+        self.record.moves = [MoveRecord(cshogi.move16(m)) for m in self.board.history]  # the suite's plies
+        self.teacher_plies = 0
+
+    def play(self, label: Label, rng: np.random.Generator, settings: PlaySettings, rules: GameRules) -> bool:
+        """Record the labelled ply and play a move; True when the game is over (result set)."""
+        board = self.board
+        if label.move16 is None:  # resigned, or declared a win
+            self.record.result = _result(board.turn if label.declared else 1 - board.turn,
+                                         FLAG_NYUGYOKU if label.declared else 0)
+            return True
+        move16 = label.move16
+        if self.teacher_plies < settings.sample_plies and len(label.policy) > 1 and not label.proven:
+            probs = np.array([p for _, p in label.policy])
+            move16 = label.policy[rng.choice(len(probs), p=probs / probs.sum())][0]
+        self.record.moves.append(move_record(label, move16))
+        board.push(board.move_from_move16(move16))
+        self.teacher_plies += 1
+        verdict = game_end(board, rules)
+        if verdict is not None:
+            self.record.result = _result(verdict.winner, _FLAGS.get(verdict.reason, 0))
+        elif label.proven:  # the teacher sees a mate: the game is won for the side that just moved
+            self.record.result = _result(1 - board.turn)
+        return verdict is not None or label.proven
+
+
+def _new_game(openings: Sequence[str], rng: np.random.Generator, rules: GameRules) -> _TeacherGame:
+    """A game from a random suite line that is not already over."""
+    for _ in range(100):
+        game = _TeacherGame(openings[int(rng.integers(len(openings)))])
+        if game_end(game.board, rules) is None:
+            return game
+    raise ValueError("the opening suite's lines are finished games")
+
+
+def play_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: int, settings: PlaySettings,
+               report: Report) -> tuple[list[GameRecord], int]:
+    """`n_games` games of the teacher against itself: (the games with at least one ply, positions labelled)."""
+    rng = np.random.default_rng(seed)
+    rules = GameRules(repetitions=3, max_moves=settings.max_moves, declaration=settings.declaration)
+    lockstep = max(1, min(n_games, teacher.batch_size))
+    active: list[_TeacherGame] = []
+    done: list[GameRecord] = []
+    started = positions = 0
+    while started < n_games or active:
+        while len(active) < lockstep and started < n_games:
+            active.append(_new_game(openings, rng, rules))
+            started += 1
+        labels = label_positions(teacher, [Query(g.start_sfen, g.board) for g in active])
+        still = []
+        for game, label in zip(active, labels, strict=True):
+            positions += label.move16 is not None
+            if not game.play(label, rng, settings, rules):
+                still.append(game)
+            elif game.record.moves:
+                done.append(game.record)
+        report(sum(label.move16 is not None for label in labels))
+        active = still
+    return done, positions
+
+
+def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report) -> tuple[list[GameRecord], int]:
+    """Every ply of `games` labelled by the teacher: (the games, positions labelled)."""
+    queries: list[Query] = []
+    for game in games:
+        board = cshogi.Board(game.start_sfen)
+        for move16 in game.moves:
+            queries.append(Query(game.start_sfen, board.copy()))
+            board.push(board.move_from_move16(move16))
+    labels: list[Label] = []
+    step = max(teacher.batch_size, 16)
+    for start in range(0, len(queries), step):
+        labels += label_positions(teacher, queries[start:start + step])
+        report(len(labels) - start)
+    out: list[GameRecord] = []
+    it = iter(labels)  # a label without a move (resigned, declared) gives a ply without candidates
+    for game in games:
+        record = GameRecord.from_board(cshogi.Board(game.start_sfen))
+        record.result = game.result
+        record.moves = [move_record(next(it), move16) for move16 in game.moves]
+        out.append(record)
+    return out, sum(label.move16 is not None for label in labels)

@@ -1,0 +1,219 @@
+"""Measure the rating ladder itself (not a test): its rungs against each other, fitted with random = 0.
+
+    nice -n 10 python scripts/ladder.py --work runs/ladder --out docs/benchmarks/ladder
+
+The rungs are `rate.anchors` names in order of strength (default `RUNGS`, ordered by short probe
+matches); each rung plays the next one `--games` games (colour-swapped pairs from the gate's opening
+suite, `gate.max_moves` from `--config`), plus the `--extra` pairings. The games are kept in WORK as a
+run directory's rating/ folder (`dlzero rate`'s batch files), so a rerun only plays what is missing and
+a larger `--games` tops every pairing up. One maximum-likelihood fit over all of them
+(`dlzero.gating.elo_fit`, `rate.prior_draws` virtual draws per pair, random pinned at 0) gives each
+rung's Elo and 95 % interval.
+
+Writes OUT.csv (one row per pairing: player = the stronger rung by the order, opponent, wins, draws,
+losses, from the player's side) and OUT.md (the command, the date, the machine's CPU model and flags,
+the load while it ran, the engines' versions, the pairings and the fitted ladder).
+
+Why a script and not `dlzero rate`: `dlzero rate` fits a run's models and anchors jointly, each run
+from its own games, and never takes an anchor's Elo as fixed; this script measures where the rungs sit
+once, so a reader can translate "+600 on the anchored scale" into "300 below GPS Shogi at depth 4".
+Engines with a byoyomi search for wall-clock time, so their rungs drift with the machine's speed and
+load; `nodes=N` rungs do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import datetime as dt
+import io
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dlzero.commands.common import resolve_config_path  # noqa: E402
+from dlzero.config import load_config, parse_anchor  # noqa: E402
+from dlzero.data.atomic import atomic_write_text  # noqa: E402
+from dlzero.gating.anchors import RANDOM, engine_anchor, is_engine  # noqa: E402
+from dlzero.gating.elo_fit import GameResult, fit_ratings  # noqa: E402
+from dlzero.gating.rating import load_batches, rate  # noqa: E402
+from dlzero.gating.usi_client import UsiEngineError  # noqa: E402
+from dlzero.rundir import RunDir  # noqa: E402
+
+FS = "fairy-stockfish:skill={}:byoyomi={}"
+# Weakest first, as probe matches ordered them (2026-12-02, 4 games each). Fairy-Stockfish's Skill Level
+# is steep: at -5 it lost 0-4 to alphabeta:1, at -4 and -3 it won 4-0, at -2 it went 2-2 with
+# alphabeta:100, at 0 6-14 with alphabeta:1000 over 20. alphabeta:30 and :300, Skill -5, 2 and 5 and Skill
+# 20 at 300 and 1000 ms bridge pairings that went 20-0 in earlier passes (EXTRA keeps those); GPS Shogi at
+# depth 5 took 444 s for two games on the loaded 2-core machine and is left out.
+RUNGS = ["random", FS.format(-20, 100), FS.format(-10, 100), FS.format(-5, 100), "alphabeta:1", "alphabeta:10",
+         "alphabeta:30", "alphabeta:100", "alphabeta:300", "alphabeta:1000", FS.format(0, 100), FS.format(2, 100),
+         FS.format(5, 100), FS.format(10, 100), FS.format(20, 100), FS.format(20, 300), FS.format(20, 1000),
+         "gpsshogi:depth=4"]
+EXTRA = ["random,alphabeta:1", f"{FS.format(-10, 100)},alphabeta:1", "alphabeta:10,alphabeta:100",
+         "alphabeta:100,alphabeta:1000", f"{FS.format(0, 100)},{FS.format(10, 100)}",
+         f"{FS.format(0, 100)},{FS.format(5, 100)}", f"{FS.format(20, 100)},{FS.format(20, 1000)}",
+         f"{FS.format(20, 100)},gpsshogi:depth=4"]
+REFERENCE = "alphabeta:1"  # the second pin: the lowest rung that random's 20-0 losses do not blur
+NOTES = "<!-- notes: written by hand below this line; scripts/ladder.py keeps them -->"
+
+
+def cpu_line() -> tuple[str, str]:
+    """(model name, flags) of the first CPU in /proc/cpuinfo."""
+    model = flags = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "?":
+                model = value.strip()
+            elif key.strip() == "flags" and flags == "?":
+                flags = value.strip()
+    except OSError:
+        pass
+    return model, flags
+
+
+def engine_versions(rungs: list[str]) -> dict[str, str]:
+    """What each engine rung's program calls itself (`id name`), by anchor name."""
+    out = {}
+    for name in rungs:
+        if not is_engine(name):
+            continue
+        opponent = engine_anchor(name)
+        try:
+            opponent.engine.start()
+            out[name] = opponent.engine.id_name
+        except UsiEngineError as exc:
+            out[name] = f"? ({exc})"
+        finally:
+            opponent.close()
+    return out
+
+
+def tally(rd: RunDir, pairs: list[tuple[str, str]], rungs: list[str]) -> tuple[list[dict], list[GameResult]]:
+    """Per pairing its wins, draws and losses from the player's side, and every stored game. The pairings
+    of `pairs` come first, as (player, opponent); any other stored pairing follows, its player the rung
+    later in `rungs` (a pairing of an earlier measurement whose rungs have since been bridged)."""
+    order = {name: i for i, name in enumerate(rungs)}
+    cells = {pair: [0, 0, 0] for pair in pairs}
+    games: list[GameResult] = []
+    for _, batch in load_batches(rd)[0]:
+        a, b = batch.players
+        if (a, b) not in cells and (b, a) not in cells:
+            cells[(a, b) if order.get(a, -1) > order.get(b, -1) else (b, a)] = [0, 0, 0]
+        player, opponent = (a, b) if (a, b) in cells else (b, a)
+        for g in batch.games:
+            winner = g.get("winner")
+            score_black = 0.5 if winner is None else (1.0 if winner == "black" else 0.0)
+            games.append(GameResult(g["black"], g["white"], score_black))
+            won = winner is not None and g[winner] == player
+            cells[(player, opponent)][0 if won else (1 if winner is None else 2)] += 1
+    rows = [{"player": p, "opponent": o, "wins": w, "draws": d, "losses": lo}
+            for (p, o), (w, d, lo) in cells.items()]
+    return rows, games
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rungs", default=",".join(RUNGS), help="comma-separated anchor names, weakest first")
+    ap.add_argument("--extra", action="append", default=None, metavar="A,B",
+                    help=f"a pairing besides the neighbours (repeatable; default {EXTRA})")
+    ap.add_argument("--games", type=int, default=20, help="games per pairing (even; tops up stored games)")
+    ap.add_argument("--config", default="tiny", help="config for gate.max_moves, openings, prior draws")
+    ap.add_argument("--work", type=Path, default=ROOT / "runs" / "ladder", help="where the games are kept")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "ladder", help="OUT.csv, OUT.md")
+    ap.add_argument("--fit-only", action="store_true", help="play nothing: tally and fit the stored games")
+    args = ap.parse_args()
+
+    rungs = [r.strip() for r in args.rungs.split(",") if r.strip()]
+    extra = [tuple(x.split(",")) for x in (EXTRA if args.extra is None else args.extra)]
+    cfg = load_config(resolve_config_path(args.config), [f"rate.games={args.games}"])
+    for name in rungs + [n for pair in extra for n in pair]:
+        try:
+            parse_anchor(name)  # a bad name fails now, before any game
+        except ValueError as exc:
+            sys.exit(f"ladder.py: {exc}")
+    pairs = [(hi, lo) for lo, hi in zip(rungs[:-1], rungs[1:], strict=True)] + [(b, a) for a, b in extra]
+    rd = RunDir.open(args.work) if (args.work / "config.yaml").exists() else RunDir.create(args.work, cfg)
+
+    load = [os.getloadavg()]
+    start = time.monotonic()
+    if not args.fit_only:
+        for hi, lo in pairs:  # each pairing as a two-rung ladder: `dlzero rate`'s top-up, storage and engines
+            one = dataclasses.replace(cfg, rate=dataclasses.replace(cfg.rate, anchors=[lo, hi]))
+            report = rate(rd, one, [], progress=sys.stderr.isatty())
+            load.append(os.getloadavg())
+            if report.played:
+                print(f"{hi} vs {lo}: {report.played} games played", flush=True)
+    wall = time.monotonic() - start
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+
+    rows, games = tally(rd, pairs, rungs)
+    fit = fit_ratings(games, pin=RANDOM, prior_draws=cfg.rate.prior_draws)
+    players = {g.player_a for g in games} | {g.player_b for g in games}
+    relative = (fit_ratings(games, pin=REFERENCE, prior_draws=cfg.rate.prior_draws).by_player()
+                if REFERENCE in players else {})
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=["player", "opponent", "wins", "draws", "losses"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out.with_suffix(".csv"), buf.getvalue())
+
+    model, flags = cpu_line()
+    random_swept = all(r["draws"] == 0 and 0 in (r["wins"], r["losses"])
+                       for r in rows if RANDOM in (r["player"], r["opponent"]))
+    lines = [
+        "# The rating ladder, measured",
+        "",
+        f"Date: {dt.date.today().isoformat()}. Machine: {os.cpu_count()} cores, {model}; shared with other jobs "
+        f"(load average {min(x[0] for x in load):.1f}-{max(x[0] for x in load):.1f} while it ran).",
+        "",
+        "```",
+        f"nice -n 10 python scripts/ladder.py --games {args.games} --config {args.config}"
+        + (f" --rungs {args.rungs}" if args.rungs != ",".join(RUNGS) else ""),
+        "```",
+        "",
+        f"{len(games)} games, gate.max_moves {cfg.gate.max_moves}, one fit with random pinned at 0 "
+        f"(`dlzero.gating.elo_fit`, {cfg.rate.prior_draws:g} virtual draw per pairing); this session "
+        f"{wall / 60:.0f} min wall, {cpu / 60:.0f} min CPU (engines included).",
+        "",
+        ("Every pairing with random was won by the other side, so where the ladder sits above random is "
+         "a lower bound (the virtual draw keeps it finite); the distances between rungs are known better. "
+         if random_swept else "")
+        + f"The last two columns are the same games fitted with `{REFERENCE}` pinned at 0.",
+        "",
+        f"| rung | Elo | 95 % interval | games | score | Elo - {REFERENCE} | 95 % interval |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    lines += [f"| `{name}` | not connected to random | | | |" for name in fit.unrated]
+    for r in sorted(fit.ratings, key=lambda r: r.elo):
+        name = r.player
+        interval = "(pinned)" if name == RANDOM else f"[{round(r.elo_low):+d}, {round(r.elo_high):+d}]"
+        q = relative.get(name)
+        rel = ("", "") if q is None else (f"{round(q.elo):+d}", "(pinned)" if name == REFERENCE
+                                          else f"[{round(q.elo_low):+d}, {round(q.elo_high):+d}]")
+        lines.append(f"| `{name}` | {round(r.elo):+d} | {interval} | {r.games} | {r.score:.3f} | {rel[0]} | {rel[1]} |")
+    lines += ["", "Pairings (player's wins-draws-losses; `ladder.csv`):", ""]
+    lines += [f"- `{r['player']}` vs `{r['opponent']}`: {r['wins']}-{r['draws']}-{r['losses']}" for r in rows]
+    versions = engine_versions(rungs)
+    if versions:
+        kinds = {f"{parse_anchor(n).kind}: {v}" for n, v in versions.items()}  # one line per program
+        lines += ["", "Engines (`id name`): " + "; ".join(sorted(kinds)) + "."]
+    lines += ["", f"CPU flags: {flags}", "", NOTES]
+    md = args.out.with_suffix(".md")
+    kept = md.read_text(encoding="utf-8").partition(NOTES)[2] if md.is_file() else ""
+    atomic_write_text(md, "\n".join(lines) + kept)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

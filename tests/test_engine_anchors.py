@@ -1,0 +1,283 @@
+"""Outside engines as rating anchors: the USI client, the anchor names, and real games over USI.
+
+The fake engine is a real program speaking USI over pipes (a short Python script using cshogi for the
+rules), started as a subprocess exactly as GPS Shogi or Fairy-Stockfish are; the real engines play
+where they are installed and the tests say how to install them where they are not.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cshogi
+import pytest
+
+from dlzero.cli import main
+from dlzero.config import load_config, parse_anchor
+from dlzero.errors import ConfigError
+from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
+from dlzero.gating.arena import play_match
+from dlzero.gating.rating import load_batches, rating_dir
+from dlzero.gating.usi_client import Go, UsiEngine, UsiEngineError, position_command
+from dlzero.rundir import RunDir
+
+FAKE_ENGINE = '''#!{python}
+"""A USI engine for tests: plays the first (Pick=first) or last legal move, says a score, can crash."""
+import os, sys, time
+import cshogi
+
+pid_file = os.environ.get("FAKE_USI_PID_FILE")
+if pid_file:
+    with open(pid_file, "a") as fh:
+        fh.write(f"{{os.getpid()}}\\n")
+options = {{"Pick": "first", "CrashAfter": "0", "DelayMs": "0"}}
+board, moves_made = cshogi.Board(), 0
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "usi":
+        print("id name fake-first-move")
+        print("option name Pick type combo default first var first var last")
+        print("option name CrashAfter type spin default 0 min 0 max 1000")
+        print("option name DelayMs type spin default 0 min 0 max 10000")
+        print("usiok", flush=True)
+    elif words[0] == "setoption":
+        name, value = line.split(" name ", 1)[1].split(" value ")
+        options[name.strip()] = value.strip()
+    elif words[0] == "isready":
+        print("readyok", flush=True)
+    elif words[0] == "position":
+        rest = line[len("position "):].strip()
+        head, _, moves = rest.partition(" moves ")
+        board = cshogi.Board() if head == "startpos" else cshogi.Board(head[len("sfen "):])
+        for usi in moves.split():
+            board.push_usi(usi)
+    elif words[0] == "go":
+        moves_made += 1
+        if int(options["CrashAfter"]) and moves_made > int(options["CrashAfter"]):
+            print("fake engine: crashing on purpose", file=sys.stderr, flush=True)
+            sys.exit(3)
+        time.sleep(int(options["DelayMs"]) / 1000)
+        legal = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)
+        if not legal:
+            print("bestmove resign", flush=True)
+            continue
+        move = legal[0] if options["Pick"] == "first" else legal[-1]
+        print(f"info depth 1 score cp {{len(legal)}} nodes {{len(legal)}} pv {{move}}")
+        print("info string thinking done")
+        print(f"bestmove {{move}}", flush=True)
+    elif words[0] == "quit":
+        break
+'''
+
+
+@pytest.fixture()
+def fake_engine(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """(the fake engine's executable, the file where each started instance appends its pid)."""
+    path = tmp_path / "fake engine.py"  # a space in the path: names and commands must survive it
+    path.write_text(FAKE_ENGINE.format(python=sys.executable))
+    path.chmod(0o755)
+    pids = tmp_path / "pids.txt"
+    monkeypatch.setenv("FAKE_USI_PID_FILE", str(pids))
+    return path, pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes: it runs nothing any more
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+# -- names ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("name", "message"), [
+    ("stockfish", "is not an anchor (one of: random, alphabeta:N"),
+    ("gpsshogi", "is not an anchor"),
+    ("gpsshogi:depth=3", "depth=D with D from 4 to 10"),
+    ("gpsshogi:depth=4:skill=1", "gpsshogi takes depth, byoyomi, not 'skill'"),
+    ("fairy-stockfish:skill=0", "exactly one of byoyomi=MS and nodes=N"),
+    ("fairy-stockfish:skill=0:byoyomi=100:nodes=5", "exactly one of byoyomi=MS and nodes=N"),
+    ("fairy-stockfish:skill=21:nodes=5", "skill=S with S from -20 to 20"),
+    ("fairy-stockfish:skill=ten:nodes=5", "skill must be a whole number, not 'ten'"),
+    ("fairy-stockfish:byoyomi=100:skill=0", "write it as 'fairy-stockfish:skill=0:byoyomi=100'"),
+    ("fairy-stockfish:skill=+3:nodes=5", "write it as 'fairy-stockfish:skill=3:nodes=5'"),
+    ("fairy-stockfish:skill=0:nodes=0", "nodes must be >= 1"),
+    ("fairy-stockfish:skill=0:skill=1:nodes=5", "skill is given twice"),
+    ("usi:/opt/engine", "needs a limit"),
+    ("usi:;byoyomi=100", "followed by the engine's command"),
+    ("usi:/opt/engine;Threads;byoyomi=100", "'Threads' is not KEY=VALUE"),
+    ("usi:/opt/engine;byoyomi=100;Threads=1", "write it as 'usi:/opt/engine;Threads=1;byoyomi=100'"),
+])
+def test_bad_anchor_names_say_what_is_wrong(name, message):
+    with pytest.raises(ValueError, match=None) as info:
+        parse_anchor(name)
+    assert message in str(info.value) and name in str(info.value)
+    assert message in check_anchor(name)
+    with pytest.raises(ConfigError, match=r"rate\.anchors.*" + re.escape(message)):
+        load_config(None, [f"rate.anchors=[random, '{name}']"])
+
+
+def test_anchor_names_parse_to_their_settings():
+    gps = parse_anchor("gpsshogi:depth=6:byoyomi=2000")
+    assert (gps.kind, gps.setting("depth"), gps.setting("byoyomi")) == ("gpsshogi", 6, 2000)
+    fsf = parse_anchor("fairy-stockfish:skill=-10:byoyomi=100")
+    assert (fsf.setting("skill"), fsf.setting("byoyomi"), fsf.setting("nodes")) == (-10, 100, None)
+    usi = parse_anchor("usi:/opt/yane/run --eval x:y;Skill Level=3;USI_Hash=64;nodes=800")
+    assert usi.value == "/opt/yane/run --eval x:y" and usi.options == (("Skill Level", "3"), ("USI_Hash", "64"))
+    assert usi.setting("nodes") == 800
+    assert [is_engine(n) for n in ("random", "alphabeta:10", "gen-0000", "gpsshogi:depth=4",
+                                   "usi:/x;depth=1")] == [False, False, False, True, True]
+    cfg = load_config(None, ["rate.anchors=[random, alphabeta:10, fairy-stockfish:skill=-20:byoyomi=100, "
+                             "gpsshogi:depth=4]"])
+    assert cfg.rate.anchors[-1] == "gpsshogi:depth=4"
+
+
+# -- the client -----------------------------------------------------------------------------------
+def test_client_handshake_options_and_search_result(fake_engine):
+    path, pids = fake_engine
+    board = cshogi.Board()
+    board.push_usi("7g7f")
+    with UsiEngine([str(path)], options={"Pick": "last"}, timeout_s=30) as engine:
+        assert engine.id_name == "fake-first-move" and "CrashAfter" in engine.available
+        engine.new_game()
+        result = engine.go(board, Go(depth=1))
+        legal = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)
+        assert result.bestmove == legal[-1] and result.pv == [legal[-1]]
+        assert (result.score_cp, result.nodes, result.depth, result.mate) == (len(legal), len(legal), 1, None)
+        engine.set_option("Pick", "first")  # takes effect from the next search
+        assert engine.go(position_command(board)[len("position "):], "depth 1").bestmove == legal[0]
+        pid = _pids(pids)[0]
+        assert _alive(pid)
+    assert not _alive(pid)
+    assert Go(byoyomi_ms=100).command() == "btime 0 wtime 0 byoyomi 100"
+    assert Go(nodes=800, depth=3).command() == "nodes 800 depth 3"
+
+
+def test_client_errors_name_the_engine_and_the_cause(fake_engine, tmp_path):
+    path, pids = fake_engine
+    with pytest.raises(UsiEngineError, match=r"has no option 'Skill Level' \(it has: CrashAfter, DelayMs, Pick\)"):
+        UsiEngine([str(path)], name="fake", options={"Skill Level": 3}).start()
+    assert not _alive(_pids(pids)[-1])  # refused at the handshake, and still closed
+    with pytest.raises(UsiEngineError, match="cannot start.*No such file"):
+        UsiEngine([str(tmp_path / "missing")]).start()
+    crashing = UsiEngine([str(path)], name="fake", options={"CrashAfter": 2}, timeout_s=30)
+    board = cshogi.Board()
+    for _ in range(2):
+        board.push_usi(crashing.go(board, "depth 1").bestmove)
+    with pytest.raises(UsiEngineError, match=r"'fake'.*exited with status 3 while we waited for 'bestmove'.*"
+                                             r"stderr: fake engine: crashing on purpose"):
+        crashing.go(board, "depth 1")
+    assert not crashing.running
+    slow = UsiEngine([str(path)], name="slow", options={"DelayMs": 3000}, timeout_s=30)
+    with pytest.raises(UsiEngineError, match="'slow'.*no 'bestmove' within 0.3 s"):
+        slow.go(board, "depth 1", timeout_s=0.3)
+    assert not slow.running and not _alive(_pids(pids)[-1])
+
+
+# -- the fake engine as an anchor -----------------------------------------------------------------
+def _run(tmp_path: Path, anchors: list[str], games: int = 2, max_moves: int = 60) -> tuple[RunDir, object]:
+    quoted = ", ".join(f'"{a}"' for a in anchors)
+    cfg = load_config(None, [f"rate.anchors=[{quoted}]", f"rate.games={games}", f"gate.max_moves={max_moves}",
+                             "rate.engine_timeout_s=60"])
+    return RunDir.create(tmp_path / "run", cfg), cfg
+
+
+def test_fake_engine_anchor_is_rated_against_random_through_dlzero_rate(fake_engine, tmp_path, capsys):
+    path, pids = fake_engine
+    name = f"usi:{sys.executable} '{path}';Pick=first;depth=1"  # a command line with arguments
+    rd, _ = _run(tmp_path, ["random", "alphabeta:1"], games=4)
+    cli = ["rate", "--run", str(rd.root), "--no-progress", "--anchors", f"random,{name}"]  # --anchors wins
+    assert main([*cli, "--json"]) == 0
+    rows = {row["player"]: row for row in csv.DictReader((rd.metrics_dir / "elo.csv").open())}
+    assert set(rows) == {"random", name} and rows[name]["anchor"] == "1" and rows[name]["games"] == "4"
+    assert name in capsys.readouterr().out
+    [(file, batch)], problems = load_batches(rd)
+    assert problems == [] and set(batch.players) == {"random", name}
+    assert file.parent == rating_dir(rd) and " " not in file.name  # the path's slashes and spaces made safe
+    for game in batch.games:  # the fake engine's every move is the first legal one in USI order
+        board = cshogi.Board(game["start_sfen"])
+        moves = game["moves"].split()
+        for ply, usi in enumerate(moves):
+            if ply >= game["opening_plies"] and board.turn == (cshogi.BLACK if game["black"] == name
+                                                               else cshogi.WHITE):
+                assert usi == min(cshogi.move_to_usi(m) for m in board.legal_moves)
+            board.push_usi(usi)
+        assert len(moves) - game["opening_plies"] >= 10 or game["reason"] == "mate"
+    assert len(_pids(pids)) == 1 and not _alive(_pids(pids)[0])  # one process for the session, then closed
+    # rating again plays nothing new: the pairing is full
+    assert main(cli) == 0
+    assert len(_pids(pids)) == 1
+
+
+def test_ctrl_c_during_a_rating_closes_the_engine(fake_engine, tmp_path):
+    path, pids = fake_engine
+    rd, _ = _run(tmp_path, ["random", f"usi:'{path}';DelayMs=200;depth=1"], games=20, max_moves=200)
+    proc = subprocess.Popen([sys.executable, "-m", "dlzero.cli", "rate", "--run", str(rd.root), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _pids(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _pids(pids), "the rating never started the engine"
+    time.sleep(1.0)  # mid-game
+    proc.send_signal(signal.SIGINT)  # to dlzero only: closing the engine is its job
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    pid = _pids(pids)[0]
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), err
+
+
+def test_missing_engine_program_fails_before_any_game(monkeypatch):
+    monkeypatch.setitem(ENGINE_PROGRAMS, "gpsshogi", ("gpsshogi", "gpsusi-that-is-not-installed"))
+    with pytest.raises(UsiEngineError, match="needs gpsusi-that-is-not-installed.*apt-get install gpsshogi"):
+        engine_anchor("gpsshogi:depth=4")
+    with pytest.raises(UsiEngineError, match="no engine at '/nonexistent/engine'"):
+        engine_anchor("usi:/nonexistent/engine --flag;depth=1")
+
+
+# -- the real engines -----------------------------------------------------------------------------
+def _installed(kind: str) -> bool:
+    try:
+        engine_program(kind)
+    except UsiEngineError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("name", "package"), [("gpsshogi:depth=4", "gpsshogi"),
+                                               ("fairy-stockfish:skill=-10:byoyomi=100", "fairy-stockfish")])
+def test_real_engine_anchor_beats_random(name, package, tmp_path):
+    if not _installed(package):
+        pytest.skip(f"{package} is not installed (apt-get install {package})")
+    cfg = load_config(None, ["gate.max_moves=256"])
+    engine = engine_anchor(name)
+    try:
+        result = play_match(engine, RandomMover(5), 2, cfg, parallel=2, names=(name, "random"))
+    finally:
+        engine.close()
+    assert not engine.engine.running
+    assert result.n_games == 2 and result.wins == 2, [(g.reason, len(g.moves)) for g in result.games]
+    for game in result.games:
+        board = cshogi.Board(game.start_sfen)
+        for move in game.moves:
+            assert board.is_legal(move)
+            board.push(move)
+        assert game.reason in ("mate", "declaration"), game.reason  # a real win, not an illegal reply

@@ -1,0 +1,256 @@
+"""`dlzero teach` and the warm start, with a fake USI engine: a real subprocess speaking USI.
+
+The fake engine sorts the legal moves by their USI text and answers the first as its best move,
+with `info ... multipv i score cp EVAL - 50 (i - 1) pv MOVE_i` for the first `MultiPV` moves, and
+resigns (score cp -2000) once the move number passes its `ResignPly` option. So every label is
+known in advance: the played move, the eval, the soft policy's counts and the game's result.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+import cshogi
+import numpy as np
+import pytest
+
+from dlzero.config import config_from_dict
+from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, GameRecord, MoveRecord, read_hcpe3, write_hcpe3
+from dlzero.errors import DlzeroError
+from dlzero.model import load_model_file, new_model, save_model
+from dlzero.position import parse_position, start_position
+from dlzero.rundir import RunDir
+from dlzero.search.result import winrate_to_cp
+from dlzero.teacher import PlaySettings, Query, TeacherError, TeachSettings, open_teacher, parse_spec, teach
+from dlzero.teacher.base import VISIT_TOTAL
+from dlzero.teacher.driver import parts_dir_of
+from dlzero.teacher.label import label_positions
+from train.supervised import warm_start
+
+FAKE_ENGINE = textwrap.dedent('''
+    import sys
+    import cshogi
+
+    options = {"MultiPV": "1", "Eval": "100", "ResignPly": "1000"}
+    board = cshogi.Board()
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "usi":
+            print("id name fake-teacher")
+            for name, value in options.items():
+                print(f"option name {name} type spin default {value} min 0 max 100000")
+            print("usiok", flush=True)
+        elif words[0] == "setoption":
+            options[words[2]] = words[4]
+        elif words[0] == "isready":
+            print("readyok", flush=True)
+        elif words[0] == "position":
+            board = cshogi.Board()
+            rest = words[1:]
+            if rest[0] == "sfen":
+                board.set_sfen(" ".join(rest[1:5]))
+                rest = rest[5:]
+            else:
+                rest = rest[1:]
+            for usi in rest[1:]:
+                board.push_usi(usi)
+        elif words[0] == "go":
+            if board.move_number > int(options["ResignPly"]):
+                print("info depth 1 score cp -2000 pv resign")
+                print("bestmove resign", flush=True)
+                continue
+            moves = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)
+            for i, usi in enumerate(moves[: int(options["MultiPV"])]):
+                print(f"info depth 3 multipv {i + 1} score cp {int(options['Eval']) - 50 * i} pv {usi}")
+            print(f"bestmove {moves[0]}", flush=True)
+        elif words[0] == "quit":
+            break
+''')
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory) -> str:
+    """The teacher spec head for the fake engine: `usi:PYTHON SCRIPT`."""
+    script = tmp_path_factory.mktemp("engine") / "fake_usi.py"
+    script.write_text(FAKE_ENGINE)
+    return f"usi:{sys.executable} {script}"
+
+
+def first_move(board: cshogi.Board) -> int:
+    """The fake engine's best move: the first legal move by USI text."""
+    return board.move_from_usi(min(cshogi.move_to_usi(m) for m in board.legal_moves)) & 0xFFFF
+
+
+def expected_counts(multipv: int, temperature: float = 100.0) -> list[int]:
+    weights = [math.exp(-50 * i / temperature) for i in range(multipv)]
+    return [round(w / sum(weights) * VISIT_TOTAL) for w in weights]
+
+
+def check_label_plies(game: GameRecord, multipv: int, eval_cp: int) -> int:
+    """Every ply with candidates is the fake engine's label of its position; returns how many there were."""
+    board = game.start_board()
+    labelled = 0
+    for move in game.moves:
+        if len(move.candidates):
+            sorted_moves = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)[:multipv]
+            assert [board.move_from_usi(u) & 0xFFFF for u in sorted_moves] == move.candidates[:, 0].tolist()
+            assert move.candidates[:, 1].tolist() == expected_counts(multipv)
+            assert move.eval == eval_cp
+            labelled += 1
+        board.push_move16(move.move16)
+    return labelled
+
+
+def test_spec_parsing(engine):
+    spec = parse_spec(f"{engine};MultiPV=3;go=nodes 10;Eval=7")
+    assert (spec.kind, spec.options) == ("usi", {"MultiPV": "3", "go": "nodes 10", "Eval": "7"})
+    assert parse_spec("miniosl").target == parse_spec("onnx:miniosl;batch=8").target == "miniosl"
+    for bad in ("gps", "usi:", "usi:/no/such/engine", "onnx:other", "onnx:miniosl;batch=x", "onnx:miniosl;foo=1",
+                f"{engine};NoEquals", f"{engine};eval_scale=abc"):
+        with pytest.raises(TeacherError):
+            parse_spec(bad)
+
+
+def test_usi_teacher_labels_with_multipv_and_rejects_unknown_options(engine):
+    board = parse_position("startpos moves 7g7f 3c3d")
+    with open_teacher(f"{engine};MultiPV=3;Eval=300;eval_scale=600") as teacher:
+        (label,) = teacher.label([Query(start_position(board), board)])
+    assert label.move16 == first_move(board)
+    assert label.winrate == pytest.approx(1 / (1 + math.exp(-300 / 600)))
+    probs = [p for _, p in label.policy]
+    assert sum(probs) == pytest.approx(1.0) and probs == sorted(probs, reverse=True) and len(probs) == 3
+    assert winrate_to_cp(label.winrate) == round(756 * 300 / 600)  # the eval in dlshogi's units
+    with open_teacher(f"{engine};NoSuchOption=1") as teacher, pytest.raises(TeacherError, match="NoSuchOption"):
+        teacher.label([Query(start_position(board), board)])
+
+
+def test_teach_self_play_writes_known_labels_and_resumes(engine, tmp_path):
+    openings = tmp_path / "openings.txt"
+    openings.write_text("startpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n")
+    out = tmp_path / "t.hcpe3"
+    settings = TeachSettings(teacher=f"{engine};MultiPV=3;ResignPly=16", positions=20, out=out, workers=2,
+                             openings=str(openings), play=PlaySettings(sample_plies=0), part_games=2, seed=5)
+    report = teach(settings, progress=False)
+    games = read_hcpe3(out)
+    assert report.positions >= 20 and report.games == len(games) and report.reused_parts == 0
+    labelled = 0
+    for game in games:
+        assert [cshogi.move_to_usi(game.start_board().move_from_move16(game.moves[0].move16))] in (["7g7f"], ["2g2f"])
+        assert not len(game.moves[0].candidates) and not len(game.moves[1].candidates)  # the suite's plies
+        labelled += check_label_plies(game, 3, 100)
+        board = game.start_board()
+        for move in game.moves:
+            board.push_move16(move.move16)
+        assert board.move_number == 17  # the teacher resigned at move 17: the side to move lost
+        assert game.result == (BLACK_WIN if board.turn == cshogi.WHITE else WHITE_WIN)
+    assert labelled == report.positions == 14 * len(games)
+
+    parts = sorted(parts_dir_of(out).glob("part-*.hcpe3"))
+    before = {p: p.read_bytes() for p in parts}
+    more = teach(TeachSettings(**{**vars(settings), "positions": 60}), progress=False)
+    assert more.reused_parts == len(parts) and more.positions >= 60
+    assert all(p.read_bytes() == data for p, data in before.items())  # a finished part is never redone
+    assert read_hcpe3(out)[: len(games)] == games
+    with pytest.raises(TeacherError, match="teacher"):
+        teach(TeachSettings(**{**vars(settings), "teacher": f"{engine};MultiPV=2"}), progress=False)
+
+
+def test_teach_relabels_games_keeping_moves_and_results(engine, tmp_path):
+    source = tmp_path / "games.hcpe3"
+    games = []
+    for line, result in (("startpos moves 7g7f 3c3d 8h2b+ 3a2b", BLACK_WIN), ("startpos moves 2g2f", WHITE_WIN)):
+        board = parse_position(line)
+        game = GameRecord.from_board(cshogi.Board())
+        game.moves = [MoveRecord(m & 0xFFFF) for m in board.history]
+        game.result = result
+        games.append(game)
+    write_hcpe3(source, games)
+    csa = tmp_path / "records" / "g.csa"
+    csa.parent.mkdir()
+    csa.write_text("V2.2\nPI\n+\n+7776FU\n-3334FU\n+2726FU\n%TORYO\n")
+    out = tmp_path / "r.hcpe3"
+    report = teach(TeachSettings(teacher=f"{engine};MultiPV=2;Eval=40", positions=1000, out=out,
+                                 sources=(str(source), str(csa.parent))), progress=False)
+    relabelled = read_hcpe3(out)
+    assert report.positions == 4 + 1 + 3  # every ply of the three games, though 1000 were asked for
+    by_moves = {tuple(m.move16 for m in g.moves): g for g in relabelled}
+    for game in games:
+        new = by_moves[tuple(m.move16 for m in game.moves)]
+        assert new.result == game.result
+        assert check_label_plies(new, 2, 40) == len(game.moves)
+    record = next(g for g in relabelled if len(g.moves) == 3)
+    assert record.result == BLACK_WIN  # %TORYO with White to move
+    assert check_label_plies(record, 2, 40) == 3
+
+
+MATE_IN_1 = "sfen ln2kg1n1/r2s4l/1ppp1+B1sp/4pppp1/p7P/L2PP4/1PP2PPP1/2G1G3L/BNS1KRSN1 b Gp 47"  # G*6a, only
+MATE_IN_3 = "sfen 1n2k2nb/lsgg1sr+B1/1pp2pp2/p2pP4/1NP5l/1P3G1p1/P2PSPPP1/L1GS2+p1p/4K2NL w Pr 64"  # R*3i
+
+
+def test_a_mate_in_one_is_labelled_by_cshogi_not_asked(engine):
+    board = parse_position(MATE_IN_1)
+    with open_teacher(engine) as teacher:  # the fake engine would answer its first move by USI text
+        (label,) = label_positions(teacher, [Query(start_position(board), board)])
+    assert cshogi.move_to_usi(board.move_from_move16(label.move16)) == "G*6a"
+    assert (label.winrate, label.proven, label.policy) == (1.0, True, ((label.move16, 1.0),))
+    # in check, cshogi's mate search answers the illegal G*6h here: the teacher is asked instead
+    board = parse_position("sfen 1ns1g2+Nl/l3kG1R1/p1pppp2p/7B1/6p2/4P1P2/P+rNPsP2P/9/L1PK1GSNL w BSPg3p 58")
+    with open_teacher(engine) as teacher:
+        (label,) = label_positions(teacher, [Query(start_position(board), board)])
+    assert label.move16 == first_move(board) and not label.proven
+
+
+@pytest.mark.skipif(not Path("/usr/games/gpsusi").exists(),
+                    reason="GPS Shogi (/usr/games/gpsusi, Debian package gpsshogi) is not installed")
+def test_gps_shogi_mates_then_recaptures():
+    """GPS reads no more commands after answering a root mate: the teacher restarts it for the next one."""
+    boards = [parse_position(line) for line in (MATE_IN_3, "startpos moves 7g7f 3c3d 8h2b+")]
+    with open_teacher("usi:/usr/games/gpsusi;LimitDepth=4;timeout=30") as teacher:
+        mate, recapture = teacher.label([Query(start_position(b), b) for b in boards])
+    assert cshogi.move_to_usi(boards[0].move_from_move16(mate.move16)) == "R*3i" and mate.proven
+    assert mate.winrate > 0.999
+    assert cshogi.move_to_usi(boards[1].move_from_move16(recapture.move16)) == "3a2b" and not recapture.proven
+    assert 0.3 < recapture.winrate < 0.7
+
+
+def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
+    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+                            "train": {"batch_size": 16, "steps_per_generation": 3, "device": "cpu",
+                                      "holdout_fraction": 0.2, "val_lambda": 1.0, "log_every": 1}})
+    data = tmp_path / "teacher.hcpe3"
+    rng = np.random.default_rng(0)
+    games = []
+    for _ in range(6):
+        board = cshogi.Board()
+        game = GameRecord.from_board(board)
+        for _ in range(30):
+            legal = [m & 0xFFFF for m in board.legal_moves]
+            picks = rng.choice(legal, size=min(3, len(legal)), replace=False)
+            cands = np.array([[m, c] for m, c in zip(picks, (6000, 3000, 1000), strict=False)], np.uint16)
+            game.moves.append(MoveRecord(int(picks[0]), int(rng.integers(-500, 500)), cands))
+            board.push_move16(int(picks[0]))
+        game.result = BLACK_WIN
+        games.append(game)
+    write_hcpe3(data, games)
+
+    rd = RunDir.create(tmp_path / "run", cfg)
+    path = warm_start(rd, cfg, [data], steps=3, progress=False)
+    model, meta = load_model_file(path)
+    assert path == rd.model_path(0) and model.cfg == cfg.model and meta.generation == 0
+    assert rd.best().generation == 0 and "warm start" in rd.best().reason
+    report = (rd.train_dir / "warm-start" / "report.json").read_text()
+    assert '"steps": 3' in report and "policy_acc" in report
+    assert warm_start(rd, cfg, [data], steps=3, progress=False) is None  # the run has its best model now
+
+    other = RunDir.create(tmp_path / "run2", cfg)
+    source = tmp_path / "m.pt"
+    save_model(new_model(cfg.model, seed=2), source)
+    assert warm_start(other, cfg, [source], progress=False) == other.model_path(0)
+    assert load_model_file(other.model_path(0))[0].state_dict().keys() == model.state_dict().keys()
+    with pytest.raises(DlzeroError, match="not both"):
+        warm_start(RunDir.create(tmp_path / "run3", cfg), cfg, [source, data], progress=False)
