@@ -24,7 +24,6 @@ from pathlib import Path
 
 import cshogi
 import numpy as np
-from cshogi.usi import Engine
 
 from dlzero.data.hcpe3 import (
     BLACK_WIN,
@@ -36,50 +35,34 @@ from dlzero.data.hcpe3 import (
     MoveRecord,
     write_hcpe3,
 )
-
-MATE_CP = 30000
-
-
-def _score(lines: list[str]) -> int:
-    """The last `score cp|mate` of an engine's info lines, in cp from the mover's side."""
-    cp = 0
-    for line in lines:
-        words = line.split()
-        if "score" not in words:
-            continue
-        i = words.index("score")
-        if i + 2 >= len(words):
-            continue
-        kind, value = words[i + 1], words[i + 2]
-        try:
-            if kind == "cp":
-                cp = int(value)
-            elif kind == "mate":
-                cp = MATE_CP if not value.startswith("-") else -MATE_CP
-        except ValueError:
-            continue
-    return max(-MATE_CP, min(MATE_CP, cp))
+from dlzero.gating.usi_client import Go, UsiEngine
+from dlzero.teacher.usi import score_cp
 
 
-def play_game(engine: Engine, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> GameRecord:
+def _last_score(infos: list[str]) -> int:
+    """The last `score` of a search's info lines in cp from the mover's side (mates as the teacher scores them)."""
+    scores = [cp for line in infos if (cp := score_cp(line.split())) is not None]
+    return scores[-1] if scores else 0
+
+
+def play_game(engine: UsiEngine, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> GameRecord:
     """One game from `opening` plus two random plies, then the engine on both sides."""
     board = cshogi.Board()
     record = GameRecord.from_board(board)
-    moves: list[str] = []
     for usi in opening:
         move = board.move_from_usi(usi)
         record.moves.append(MoveRecord(cshogi.move16(move)))
         board.push(move)
-        moves.append(usi)
     for _ in range(2):
         legal = list(board.legal_moves)
         if not legal:
             break
         move = rng.choice(legal)
         record.moves.append(MoveRecord(cshogi.move16(move)))
-        moves.append(cshogi.move_to_usi(move))
         board.push(move)
-    engine.usinewgame()
+    engine.new_game()
+    # GPS Shogi takes no `go nodes`/`go depth`; it stops at its LimitDepth (the byoyomi only guards a hang)
+    limits = Go(nodes=nodes) if nodes else Go(byoyomi_ms=1000)
     while True:
         if board.is_game_over():
             record.result = WHITE_WIN if board.turn == cshogi.BLACK else BLACK_WIN
@@ -90,12 +73,8 @@ def play_game(engine: Engine, opening: list[str], rng: random.Random, max_plies:
         if board.move_number > max_plies:
             record.result = RESULT_DRAW | FLAG_MAX_MOVES
             return record
-        engine.position(moves=moves)
-        lines: list[str] = []
-        if nodes:
-            best, _ = engine.go(nodes=nodes, listener=lines.append)
-        else:  # GPS Shogi takes no `go nodes`/`go depth`; it stops at its LimitDepth
-            best, _ = engine.go(btime=0, wtime=0, byoyomi=1000, listener=lines.append)
+        infos, reply = engine.search(board, limits)
+        best = reply[1] if len(reply) > 1 else ""
         if best == "resign" or best == "win":
             loser_black = (board.turn == cshogi.BLACK) == (best == "resign")
             record.result = WHITE_WIN if loser_black else BLACK_WIN
@@ -104,8 +83,7 @@ def play_game(engine: Engine, opening: list[str], rng: random.Random, max_plies:
         if not board.is_legal(move):
             raise RuntimeError(f"engine played an illegal move {best} in {board.sfen()}")
         m16 = cshogi.move16(move)
-        record.moves.append(MoveRecord(m16, _score(lines), np.array([[m16, 1]], np.uint16)))
-        moves.append(best)
+        record.moves.append(MoveRecord(m16, _last_score(infos), np.array([[m16, 1]], np.uint16)))
         board.push(move)
 
 
@@ -123,12 +101,9 @@ def main() -> int:
     args = p.parse_args()
     rng = random.Random(args.seed)
     lines = [ln.split() for ln in args.openings.read_text().splitlines() if ln.startswith("startpos")]
-    engine = Engine(args.engine)
     gps = "gpsusi" in args.engine
-    if gps:
-        engine.setoption("LimitDepth", args.depth)
-        engine.setoption("BookDepth", 0)
-    engine.isready()
+    options = {"LimitDepth": args.depth, "BookDepth": 0} if gps else {}
+    engine = UsiEngine(args.engine, options=options)
     nodes = 0 if gps else args.nodes
     source = (f"{args.engine} LimitDepth={args.depth} BookDepth=0" if gps else f"{args.engine} go nodes {nodes}")
     games: list[GameRecord] = []
@@ -142,7 +117,7 @@ def main() -> int:
             print(f"game {g + 1}/{args.games}: {len(games[-1].moves)} plies, result {games[-1].result}, "
                   f"{plies} plies in all, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     finally:
-        engine.quit()
+        engine.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_hcpe3(args.out, games, {"source": f"{source}, self-play",
                                   "openings": args.openings.name, "seed": args.seed})
