@@ -257,8 +257,8 @@ def _check_best(rd: RunDir, report: Report) -> None:
 
 
 def _check_trainer(rd: RunDir, report: Report, cfg: Config) -> None:
-    from train.checkpoint import load_checkpoint
-    from train.generation import CHECKPOINT_NAME
+    from dlzero.train.checkpoint import load_checkpoint
+    from dlzero.train.generation import CHECKPOINT_NAME
 
     path = rd.train_dir / CHECKPOINT_NAME
     if not path.is_file():

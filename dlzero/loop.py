@@ -78,7 +78,7 @@ def gate_due(mode: str, generation: int) -> bool:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
-    from selfplay.bootstrap import ensure_best_model
+    from dlzero.selfplay.bootstrap import ensure_best_model
 
     ensure_best_model(rd, cfg, cfg.train.seed)
     timeline = Timeline(rd.metrics_dir)
@@ -91,7 +91,7 @@ def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -
 
 
 def _run_sequential(rd: RunDir, cfg: Config, generations: int, timeline: Timeline, progress: bool) -> None:
-    from selfplay.session import run_selfplay
+    from dlzero.selfplay.session import run_selfplay
 
     state = LoopState.load(rd)
     stop_at = state.iteration + generations
@@ -114,7 +114,7 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
     from dlzero.gating.promotion import gate_and_promote
     from dlzero.gating.rating import promoted_generations, rate
     from dlzero.metrics.plots import plot_progress
-    from train.generation import train_generation
+    from dlzero.train.generation import train_generation
 
     best = rd.best()
     if state.phase == "train":
@@ -181,7 +181,7 @@ class BackgroundSelfplay:
         self._thread.start()
 
     def _run(self) -> None:
-        from selfplay.parent import run_local
+        from dlzero.selfplay.parent import run_local
 
         try:
             with self.timeline.phase("selfplay", self.rd.best().generation):
@@ -207,7 +207,7 @@ def new_games(rd: RunDir) -> tuple[int, int]:
     """(games no generation has trained on, all games) in the run's shards, from their sidecars."""
     from dlzero.data.hcpe3 import read_sidecar
     from dlzero.errors import DlzeroError
-    from train.generation import seen_shards
+    from dlzero.train.generation import seen_shards
 
     seen = seen_shards(rd)
     new = total = 0

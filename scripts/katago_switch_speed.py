@@ -18,13 +18,13 @@ import time
 import cshogi
 import numpy as np
 import torch
+from dlzero.train.buffer import BatchDecoder
+from dlzero.train.dataset import buffer_from_games
+from dlzero.train.trainer import Trainer
 
 from dlzero.config import load_config
 from dlzero.data.hcpe3 import GameRecord, MoveRecord
 from dlzero.model import count_parameters, new_model
-from train.buffer import BatchDecoder
-from train.dataset import buffer_from_games
-from train.trainer import Trainer
 
 
 def random_games(n: int, seed: int = 0) -> list[GameRecord]:

@@ -6,9 +6,9 @@ Only the wiring layer (`dlzero.commands`, `dlzero.loop`, `dlzero.bench`) imports
 `tests/test_layers.py` checks it.
 """
 
-from selfplay.games import FinishedGame, PlayStats, ResignController, SelfPlayGame, play_games
-from selfplay.parent import SelfplaySummary
-from selfplay.session import run_selfplay
+from dlzero.selfplay.games import FinishedGame, PlayStats, ResignController, SelfPlayGame, play_games
+from dlzero.selfplay.parent import SelfplaySummary
+from dlzero.selfplay.session import run_selfplay
 
 __all__ = [
     "FinishedGame",

@@ -28,13 +28,14 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from dlzero.selfplay.bootstrap import ensure_best_model
+from dlzero.selfplay.worker import STATE_FILE, PipeReporter, load_resign, process_main, shard_prefix
+
 from dlzero.config import Config, config_to_dict
 from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, StorageError, discard_uncommitted, read_sidecar, storage_error
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerProcess, default_devices, start_server
 from dlzero.rundir import RunDir
-from selfplay.bootstrap import ensure_best_model
-from selfplay.worker import STATE_FILE, PipeReporter, load_resign, process_main, shard_prefix
 
 
 @dataclass

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dlzero.selfplay.parent import SelfplaySummary, run_local
+
 from dlzero.config import Config
 from dlzero.rundir import RunDir
-from selfplay.parent import SelfplaySummary, run_local
 
 
 def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
@@ -15,7 +16,7 @@ def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None
     this machine; either way the summary is the same (see `selfplay.parent.run_local`).
     """
     if cfg.selfplay.ray:
-        from selfplay.cluster import run_selfplay_ray  # Ray is optional: imported only when asked for
+        from dlzero.selfplay.cluster import run_selfplay_ray  # Ray is optional: imported only when asked for
 
         return run_selfplay_ray(rd, cfg, games, cfg.selfplay.ray, workers, progress, seed)
     return run_local(rd, cfg, games, workers, progress, seed)

@@ -32,6 +32,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
+from dlzero.selfplay.games import FinishedGame, ResignController, play_games
 
 from dlzero.config import Config, config_from_dict, dump_config
 from dlzero.data.hcpe3 import ShardWriter, StorageError, storage_error
@@ -40,7 +41,6 @@ from dlzero.inference.base import Evaluator
 from dlzero.inference.remote import RemoteEvaluator
 from dlzero.inference.server import ServerAddress
 from dlzero.rundir import SELFPLAY_STATE, RunDir
-from selfplay.games import FinishedGame, ResignController, play_games
 
 STATE_FILE = SELFPLAY_STATE
 EXIT_STORAGE = 74  # sysexits' EX_IOERR: what a worker process exits with when the disk refuses its shards

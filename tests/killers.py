@@ -41,7 +41,7 @@ def report_then_die_mid_message(conn: Connection, n_before: int) -> None:
     The half message is a frame header promising 1000 bytes followed by only 10 of them, what a
     worker SIGKILLed inside `Connection.send` leaves in its pipe.
     """
-    from selfplay.worker import PipeReporter
+    from dlzero.selfplay.worker import PipeReporter
 
     reporter = PipeReporter(conn)
     for i in range(n_before):
@@ -52,7 +52,7 @@ def report_then_die_mid_message(conn: Connection, n_before: int) -> None:
 
 def report_and_exit(conn: Connection, worker: int, n: int) -> None:
     """Child-process target: send `n` reports and exit cleanly."""
-    from selfplay.worker import PipeReporter
+    from dlzero.selfplay.worker import PipeReporter
 
     reporter = PipeReporter(conn)
     for i in range(n):

@@ -39,7 +39,7 @@ def test_cli_ray_local_two_workers_write_shards(tmp_path):
 
 
 def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
-    from selfplay.cluster import run_selfplay_ray
+    from dlzero.selfplay.cluster import run_selfplay_ray
 
     cfg = load_config(None, [*SMALL, "selfplay.games_in_parallel=1", "selfplay.games_per_shard=1",
                              "server.enabled=true", "selfplay.ray=local"])
@@ -83,9 +83,8 @@ def test_lost_nodes_have_their_games_replayed_on_another(tmp_path, capfd):
     Before, the workers' message queue was an actor that Ray placed on a worker node, so losing
     that node ended the whole session with an ActorDiedError."""
     import ray
+    from dlzero.selfplay.cluster import run_selfplay_ray
     from ray.cluster_utils import Cluster
-
-    from selfplay.cluster import run_selfplay_ray
 
     games, workers = 10, 2
     cluster = Cluster(initialize_head=True, head_node_args={

@@ -28,7 +28,7 @@ def free_port() -> int:
 
 
 def test_ranks_take_disjoint_slices_of_each_global_batch():
-    from train.sampler import EpochSampler
+    from dlzero.train.sampler import EpochSampler
 
     sampler = EpochSampler(50, seed=4)
     for cursor in (0, 16, 48):  # 48: the batch crosses into the next epoch
@@ -40,9 +40,9 @@ def test_ranks_take_disjoint_slices_of_each_global_batch():
 
 
 def _replica(rank: int, world: int, port: int, run_root: str, out_dir: str) -> None:
-    from train.dataset import build_window
-    from train.distributed import current
-    from train.trainer import Segment, Trainer
+    from dlzero.train.dataset import build_window
+    from dlzero.train.distributed import current
+    from dlzero.train.trainer import Segment, Trainer
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LOCAL_RANK=str(rank))

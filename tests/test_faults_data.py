@@ -133,7 +133,7 @@ SELFPLAY_ON_A_FULL_DISK = fill_disk_script("""
     import time
     from dlzero.config import load_config
     from dlzero.rundir import RunDir
-    from selfplay.bootstrap import ensure_best_model
+    from dlzero.selfplay.bootstrap import ensure_best_model
     disk, sets = Path(sys.argv[1]), json.loads(sys.argv[2])
     cfg = load_config(None, sets)
     rd = RunDir.create(disk / "run", cfg)
@@ -173,7 +173,7 @@ def test_selfplay_on_a_full_disk_stops_with_one_message_and_no_restart(tmp_path,
 PARENT_ON_A_FULL_DISK = fill_disk_script("""
     from dlzero.config import load_config
     from dlzero.rundir import RunDir
-    from selfplay.parent import Collector
+    from dlzero.selfplay.parent import Collector
     disk = Path(sys.argv[1])
     cfg = load_config(None, [])
     rd = RunDir.create(disk / "run", cfg)
@@ -205,7 +205,7 @@ def test_the_parents_own_write_on_a_full_disk_stops_the_session(tmp_path, tmpfs_
 def test_training_skips_a_shard_with_a_flipped_bit(tmp_path, caplog):
     """A committed shard that changed on disk (one flipped bit: it still parses as legal games) is
     skipped with a warning that names it, as a truncated one is."""
-    from train.dataset import build_window
+    from dlzero.train.dataset import build_window
 
     cfg = load_config(None, TINY)
     rd = RunDir.create(tmp_path / "run", cfg)
@@ -219,7 +219,7 @@ def test_training_skips_a_shard_with_a_flipped_bit(tmp_path, caplog):
     data[len(data) // 2] ^= 0x01
     paths[0].write_bytes(data)
     os.utime(paths[0], (time.time() + 5, time.time() + 5))  # a new mtime, as a rewrite has
-    with caplog.at_level(logging.WARNING, logger="train.dataset"):
+    with caplog.at_level(logging.WARNING, logger="dlzero.train.dataset"):
         buf, plan = build_window(rd, cfg.train)
     assert "shard-0.hcpe3" in caplog.text and "checksum mismatch" in caplog.text
     assert [rel for rel, _ in plan.shards] == ["gen-0000/shard-1.hcpe3"]
@@ -233,11 +233,12 @@ def test_training_skips_a_shard_with_a_flipped_bit(tmp_path, caplog):
 def healthy_run(tmp_path_factory) -> Path:
     """A small run written by dlzero's own writers: two generations (best: 1) with an ONNX export,
     shards from ShardWriter, metrics.csv, ratings.csv, loop.json and selfplay_state.json."""
+    from dlzero.train.metrics import MetricsLog
+
     from dlzero.gating.arena import append_rating
     from dlzero.loop import LoopState
     from dlzero.model.checkpoint import ModelMetadata, new_model, save_model
     from dlzero.model.export import export_onnx
-    from train.metrics import MetricsLog
 
     cfg = load_config(None, TINY)
     rd = RunDir.create(tmp_path_factory.mktemp("doctor") / "run", cfg)

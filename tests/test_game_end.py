@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import cshogi
 import pytest
+from dlzero.selfplay.games import end_of_game
 
 from dlzero.config import Config, SearchConfig
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, FLAG_NYUGYOKU, FLAG_REPETITION, RESULT_DRAW, WHITE_WIN
@@ -17,7 +18,6 @@ from dlzero.game_end import GameRules, Verdict, can_declare, earlier_occurrences
 from dlzero.gating.arena import game_end as arena_game_end
 from dlzero.position import parse_position
 from dlzero.search.rules import leaf_result
-from selfplay.games import end_of_game
 
 B, W = cshogi.BLACK, cshogi.WHITE
 CYCLE = " 5i5h 5a5b 5h5i 5b5a"  # both kings step out and back: the start position again

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import dlzero.selfplay.bootstrap
+import dlzero.selfplay.session
+import dlzero.train.generation
 import pytest
 
 import dlzero.gating.promotion
 import dlzero.metrics.plots
-import selfplay.bootstrap
-import selfplay.session
-import train.generation
 from dlzero.config import gate_interval, load_config
 from dlzero.errors import ConfigError
 from dlzero.loop import gate_due, run_loop
@@ -67,9 +67,9 @@ def test_loop_gates_by_mode(tmp_path, monkeypatch, mode, gated, best):
         return SimpleNamespace(promoted=False, wins=0, draws=0, losses=2, score=0.0, elo=-400.0,
                                elo_low=-800.0, elo_high=0.0)
 
-    monkeypatch.setattr(selfplay.bootstrap, "ensure_best_model", ensure_best)
-    monkeypatch.setattr(selfplay.session, "run_selfplay", play)
-    monkeypatch.setattr(train.generation, "train_generation", train_gen)
+    monkeypatch.setattr(dlzero.selfplay.bootstrap, "ensure_best_model", ensure_best)
+    monkeypatch.setattr(dlzero.selfplay.session, "run_selfplay", play)
+    monkeypatch.setattr(dlzero.train.generation, "train_generation", train_gen)
     monkeypatch.setattr(dlzero.gating.promotion, "gate_and_promote", gate)
     monkeypatch.setattr(dlzero.metrics.plots, "plot_progress", lambda rd_: None)
 

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import torch
 from cshogi.dlshogi import make_move_label
+from dlzero.train.buffer import BatchDecoder, PositionBuffer
+from dlzero.train.dataset import buffer_from_games, buffer_from_hcpe
+from dlzero.train.reply import reply_loss
+from dlzero.train.surprise import policy_surprise, surprise_weights
+from dlzero.train.trainer import Trainer, policy_loss, value_loss
 from test_train import make_run, random_game, tiny_config
 
 from dlzero.data.hcpe import HCPE_DTYPE
 from dlzero.data.hcpe3 import GameRecord, MoveRecord
 from dlzero.model import PolicyValueNet, load_model_file, new_model
-from train.buffer import BatchDecoder, PositionBuffer
-from train.dataset import buffer_from_games, buffer_from_hcpe
-from train.reply import reply_loss
-from train.surprise import policy_surprise, surprise_weights
-from train.trainer import Trainer, policy_loss, value_loss
 
 CPU = torch.device("cpu")
 
@@ -192,7 +192,7 @@ def test_a_few_steps_lower_the_loss_on_a_fixed_batch(name, buf):
 
 
 def test_generation_trains_with_every_switch_on(tmp_path):
-    from train import train_generation
+    from dlzero.train import train_generation
 
     cfg = tiny_config(aux_reply_weight=0.15, surprise_weight=0.5)
     cfg.model.global_pool_blocks = [0]

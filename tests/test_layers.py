@@ -4,7 +4,7 @@ Every import counts, also the ones inside functions (a lazy import is still a de
 moves the moment it is paid). Layers, lowest first; a module may import its own layer and the
 layers below, never above:
 
-    foundation   dlzero.errors, dlzero.data.atomic, dlzero.version
+    foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config
     storage      dlzero.data, dlzero.rundir, dlzero.runlock      (file formats, the run directory's API)
@@ -14,7 +14,8 @@ layers below, never above:
     search       dlzero.search
     engine       dlzero.engine, dlzero.usi, dlzero.analysis, dlzero.analysis_query, dlzero.review
     gating       dlzero.gating                                   (arena, openings, SPRT, promotion, match sides)
-    stages       selfplay, train, dlzero.teacher, dlzero.metrics (selfplay, train and teacher: none imports another)
+    stages       dlzero.selfplay, dlzero.train, dlzero.teacher, dlzero.metrics (self-play, training and
+                 teacher: none imports another; selfplay/ and train/ install as dlzero.selfplay, dlzero.train)
     wiring       dlzero.loop, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard, dlzero.doctor,
                  dlzero.usi.__main__, and the package itself (`dlzero/__init__.py`, the public facade)
 
@@ -29,10 +30,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("dlzero", "selfplay", "train")
+# folders of the checkout and the package names they install as (pyproject.toml maps selfplay/ and train/)
+PACKAGES = {"dlzero": "dlzero", "selfplay": "dlzero.selfplay", "train": "dlzero.train"}
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version")),
+    ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config",)),
     ("storage", ("dlzero.data", "dlzero.rundir", "dlzero.runlock")),
@@ -42,13 +44,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("search", ("dlzero.search",)),
     ("engine", ("dlzero.engine", "dlzero.usi", "dlzero.analysis", "dlzero.analysis_query", "dlzero.review")),
     ("gating", ("dlzero.gating",)),
-    ("stages", ("selfplay", "train", "dlzero.teacher", "dlzero.metrics")),
+    ("stages", ("dlzero.selfplay", "dlzero.train", "dlzero.teacher", "dlzero.metrics")),
     ("wiring", ("dlzero.loop", "dlzero.commands", "dlzero.cli", "dlzero.bench", "dlzero.dashboard",
                 "dlzero.doctor", "dlzero.usi.__main__")),
 ]
 FACADE = ("dlzero", len(LAYERS) - 1)  # the package's __init__ only, not everything below it
 # Peers within one layer that must not import each other (by package prefix).
-SEPARATE = {"stages": ("selfplay", "train", "dlzero.teacher")}
+SEPARATE = {"stages": ("dlzero.selfplay", "dlzero.train", "dlzero.teacher")}
 
 
 def _peer(module: str, peers: tuple[str, ...]) -> str | None:
@@ -63,9 +65,9 @@ def _modules() -> dict[str, Path]:
     imports nothing of ours; without it an import of it would be read as one of its package.
     """
     mods = {}
-    for pkg in PACKAGES:
-        for path in [*(ROOT / pkg).rglob("*.py"), *(ROOT / pkg).rglob("*.c")]:
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for folder, package in PACKAGES.items():
+        for path in [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.c")]:
+            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             mods[".".join(parts)] = path
@@ -195,14 +197,14 @@ def test_the_checks_can_fail():
     """The checks find what they are for, on a made-up graph and a made-up upward import."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
-    assert _layer("dlzero.search.mcts") < _layer("selfplay.games") < _layer("dlzero.commands.selfplay")
-    assert _layer("dlzero.gating.sides") < _layer("selfplay.worker")
+    assert _layer("dlzero.search.mcts") < _layer("dlzero.selfplay.games") < _layer("dlzero.commands.selfplay")
+    assert _layer("dlzero.gating.sides") < _layer("dlzero.selfplay.worker")
     assert _layer("dlzero.usi.__main__") == len(LAYERS) - 1 and _layer("dlzero.usi.protocol") < len(LAYERS) - 1
     assert _owner("dlzero.search._puct.select") == "dlzero.search._puct"  # the extension, not its package
     assert _peer("dlzero.teacher.usi", SEPARATE["stages"]) == "dlzero.teacher"
     assert _peer("dlzero.metrics", SEPARATE["stages"]) is None
 
 
-@pytest.mark.parametrize("module", ["dlzero.search.mcts", "selfplay.games", "dlzero.commands.selfplay"])
+@pytest.mark.parametrize("module", ["dlzero.search.mcts", "dlzero.selfplay.games", "dlzero.commands.selfplay"])
 def test_the_import_reader_sees_real_imports(module):
     assert "dlzero.config" in GRAPH[module] or "dlzero.commands.common" in GRAPH[module]

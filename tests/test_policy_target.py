@@ -12,13 +12,13 @@ import math
 
 import cshogi
 import numpy as np
+from dlzero.selfplay.games import SelfPlayGame, _play_move
 
 from dlzero.config import Config, load_config
 from dlzero.data.hcpe3 import GameRecord
 from dlzero.encoding import legal_moves_and_labels
 from dlzero.inference import NullEvaluator
 from dlzero.search import Search, Tree
-from selfplay.games import SelfPlayGame, _play_move
 
 
 def _cfg() -> Config:

@@ -249,7 +249,7 @@ def test_dead_server_and_missing_model_are_clear_errors(tmp_path):
 
 
 def test_selfplay_workers_write_shards_through_the_server(tmp_path, capfd):
-    from selfplay.session import run_selfplay
+    from dlzero.selfplay.session import run_selfplay
 
     cfg = small_config("server.enabled=true", "selfplay.playouts=8", "selfplay.cheap_playouts=4",
                        "selfplay.max_moves=30", "selfplay.games_in_parallel=2", "selfplay.games_per_shard=2",

@@ -16,6 +16,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
+from dlzero.train.supervised import warm_start
 
 from dlzero.config import config_from_dict
 from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, GameRecord, MoveRecord, read_hcpe3, write_hcpe3
@@ -28,7 +29,6 @@ from dlzero.teacher import PlaySettings, Query, TeacherError, TeachSettings, ope
 from dlzero.teacher.base import VISIT_TOTAL
 from dlzero.teacher.driver import parts_dir_of
 from dlzero.teacher.label import label_positions
-from train.supervised import warm_start
 
 FAKE_ENGINE = textwrap.dedent('''
     import sys

@@ -96,7 +96,7 @@ def copy_run(base: Path, tmp_path: Path) -> RunDir:
 
 
 def test_window_formula():
-    from train.dataset import window_size
+    from dlzero.train.dataset import window_size
 
     cfg = tiny_config(window_min=1000, window_max=8000, window_exponent=0.5).train
     assert window_size(0, cfg) == 1000
@@ -106,8 +106,8 @@ def test_window_formula():
 
 
 def test_loss_decreases_and_metrics_are_written(base_run, tmp_path):
-    from train import train_generation
-    from train.dataset import build_window
+    from dlzero.train import train_generation
+    from dlzero.train.dataset import build_window
 
     rd = copy_run(base_run, tmp_path)
     cfg = tiny_config()
@@ -142,8 +142,8 @@ class Killed(Exception):
 
 
 def test_resume_after_kill_gives_the_same_weights(base_run, tmp_path, monkeypatch):
-    from train import train_generation
-    from train.trainer import Trainer
+    from dlzero.train import train_generation
+    from dlzero.train.trainer import Trainer
 
     cfg = tiny_config(lr_schedule="cosine", warmup_steps=5, ema=True, ema_decay=0.9, checkpoint_every=10)
     straight = copy_run(base_run, tmp_path / "a")
@@ -181,7 +181,7 @@ def test_resume_after_kill_gives_the_same_weights(base_run, tmp_path, monkeypatc
 
 
 def test_corrupt_shard_is_skipped_and_named(base_run, tmp_path, caplog):
-    from train.dataset import build_window
+    from dlzero.train.dataset import build_window
 
     rd = copy_run(base_run, tmp_path)
     good = len(build_window(rd, tiny_config().train)[0])
@@ -189,7 +189,7 @@ def test_corrupt_shard_is_skipped_and_named(base_run, tmp_path, caplog):
     data = (rd.data_dir_for(0) / "shard-000.hcpe3").read_bytes()
     bad.write_bytes(data[: len(data) // 2])
     shutil.copy(f"{rd.data_dir_for(0) / 'shard-000.hcpe3'}.json", f"{bad}.json")  # committed, then cut short
-    with caplog.at_level(logging.WARNING, logger="train.dataset"):
+    with caplog.at_level(logging.WARNING, logger="dlzero.train.dataset"):
         buf, plan = build_window(rd, tiny_config().train)
     assert len(buf) == good
     assert "shard-bad.hcpe3" in caplog.text and "truncated" in caplog.text
@@ -197,7 +197,7 @@ def test_corrupt_shard_is_skipped_and_named(base_run, tmp_path, caplog):
 
 
 def test_window_takes_the_newest_positions(base_run, tmp_path):
-    from train.dataset import build_window
+    from dlzero.train.dataset import build_window
 
     rd = copy_run(base_run, tmp_path)
     full, _ = build_window(rd, tiny_config().train)
@@ -208,7 +208,7 @@ def test_window_takes_the_newest_positions(base_run, tmp_path):
 
 
 def test_no_data_is_a_clear_error(tmp_path):
-    from train import train_generation
+    from dlzero.train import train_generation
 
     cfg = tiny_config()
     rd = make_run(tmp_path / "run", cfg, games_per_shard=())
@@ -217,7 +217,7 @@ def test_no_data_is_a_clear_error(tmp_path):
 
 
 def test_checkpoint_of_another_architecture_is_refused(base_run, tmp_path):
-    from train import train_generation
+    from dlzero.train import train_generation
 
     rd = copy_run(base_run, tmp_path)
     train_generation(rd, tiny_config(), steps=2, progress=False)
@@ -236,10 +236,11 @@ def test_checkpoint_of_another_architecture_is_refused(base_run, tmp_path):
 
 
 def test_batch_decoding_matches_the_real_board(base_run):
+    from dlzero.train.buffer import BatchDecoder
+    from dlzero.train.dataset import buffer_from_games
+
     from dlzero.data.hcpe3 import iter_training_positions, read_hcpe3
     from dlzero.encoding import encode_position, labels_of
-    from train.buffer import BatchDecoder
-    from train.dataset import buffer_from_games
 
     games = read_hcpe3(base_run / "data" / "gen-0000" / "shard-001.hcpe3")[:1]
     buf = buffer_from_games(games, 0.0)
@@ -279,7 +280,7 @@ def write_random_hcpe(path: Path, n_games: int, seed: int) -> int:
 
 
 def test_supervised_reports_holdout_accuracies(tmp_path):
-    from train import train_supervised
+    from dlzero.train import train_supervised
 
     path = tmp_path / "games.hcpe"
     n = write_random_hcpe(path, 6, seed=5)
@@ -311,9 +312,10 @@ def test_cli_train_on_a_run(base_run, tmp_path, capsys):
 
 
 def test_adamw_bf16_and_fp16_on_cpu(base_run):
+    from dlzero.train.dataset import build_window
+    from dlzero.train.trainer import Segment, Trainer
+
     from dlzero.errors import ConfigError
-    from train.dataset import build_window
-    from train.trainer import Segment, Trainer
 
     cfg = tiny_config(optimizer="adamw", amp="bf16", lr=1e-3, lr_schedule="cosine", grad_clip=1.0)
     buf, _ = build_window(RunDir.open(base_run), cfg.train)
@@ -325,7 +327,7 @@ def test_adamw_bf16_and_fp16_on_cpu(base_run):
 
 
 def test_metrics_csv_survives_a_torn_row_and_replayed_steps(tmp_path):
-    from train.metrics import MetricsLog
+    from dlzero.train.metrics import MetricsLog
 
     row = {"step": 10, "generation": 1, "samples": 32, "policy_loss": 1.0, "value_loss": 0.5,
            "policy_acc": 0.5, "value_acc": 0.5, "lr": 0.1, "samples_per_s": 100.0}
@@ -345,7 +347,7 @@ def test_metrics_csv_survives_a_torn_row_and_replayed_steps(tmp_path):
 
 
 def test_metrics_without_a_reply_head_and_files_from_before_the_reply_column(tmp_path):
-    from train.metrics import COLUMNS, Meter, MetricsLog, summarise
+    from dlzero.train.metrics import COLUMNS, Meter, MetricsLog, summarise
 
     meter = Meter(torch.device("cpu"))
     meter.add(torch.tensor(4.0), torch.tensor(2.0), torch.tensor(1), 4, torch.tensor(1), torch.tensor(2))

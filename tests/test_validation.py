@@ -8,13 +8,8 @@ import cshogi
 import numpy as np
 import pytest
 import torch
-
-from dlzero.config import ModelConfig, config_from_dict
-from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, GameRecord, MoveRecord
-from dlzero.encoding import labels_of
-from dlzero.model import PolicyValueNet
-from train.generation import steps_for
-from train.validation import (
+from dlzero.train.generation import steps_for
+from dlzero.train.validation import (
     CONSTANT_VALUE_LOSS,
     VALIDATION_DIR,
     ValidationLog,
@@ -23,6 +18,11 @@ from train.validation import (
     read_rows,
     score,
 )
+
+from dlzero.config import ModelConfig, config_from_dict
+from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, GameRecord, MoveRecord
+from dlzero.encoding import labels_of
+from dlzero.model import PolicyValueNet
 
 
 def _game(moves: list[tuple[str, list[tuple[str, int]]]], result: int) -> GameRecord:

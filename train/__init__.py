@@ -6,7 +6,7 @@ decoding), `dataset` (replay window, hcpe), `sampler`, `trainer`, `checkpoint`, 
 `distributed`, `generation`, `supervised`.
 """
 
-from train.generation import TrainResult, train_generation
-from train.supervised import SupervisedResult, train_supervised
+from dlzero.train.generation import TrainResult, train_generation
+from dlzero.train.supervised import SupervisedResult, train_supervised
 
 __all__ = ["SupervisedResult", "TrainResult", "train_generation", "train_supervised"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from dlzero.train.buffer import PositionBuffer, value_target
 
 from dlzero.config import TrainConfig
 from dlzero.data.atomic import atomic_write_text
@@ -36,7 +37,6 @@ from dlzero.data.hcpe3 import GameRecord, iter_training_positions, read_hcpe3
 from dlzero.encoding import labels_of, repetition_count
 from dlzero.errors import DataError, RunDirError
 from dlzero.rundir import RunDir
-from train.buffer import PositionBuffer, value_target
 
 log = logging.getLogger(__name__)
 

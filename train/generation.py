@@ -34,19 +34,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from dlzero.train import distributed
+from dlzero.train.buffer import PositionBuffer
+from dlzero.train.checkpoint import load_checkpoint
+from dlzero.train.dataset import WindowPlan, build_window, load_window
+from dlzero.train.metrics import MetricsLog
+from dlzero.train.trainer import Segment, Trainer
+from dlzero.train.validation import ValidationLog, fixed_set, held_out, read_games, validate_models
 
 from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import DataError, ModelFileError, RunDirError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, save_model
 from dlzero.rundir import RunDir, generation_name
-from train import distributed
-from train.buffer import PositionBuffer
-from train.checkpoint import load_checkpoint
-from train.dataset import WindowPlan, build_window, load_window
-from train.metrics import MetricsLog
-from train.trainer import Segment, Trainer
-from train.validation import ValidationLog, fixed_set, held_out, read_games, validate_models
 
 log = logging.getLogger(__name__)
 

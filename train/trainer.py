@@ -44,6 +44,13 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from dlzero.train.buffer import Batch, BatchDecoder, PositionBuffer
+from dlzero.train.checkpoint import save_checkpoint, set_rng_state
+from dlzero.train.distributed import DistInfo
+from dlzero.train.metrics import Meter, MetricsLog, summarise
+from dlzero.train.reply import TrainingNet, reply_loss
+from dlzero.train.sampler import EpochSampler
+from dlzero.train.surprise import surprise_weights
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
@@ -51,13 +58,6 @@ from dlzero.config import TrainConfig
 from dlzero.errors import ConfigError, ModelFileError
 from dlzero.model import PolicyValueNet
 from dlzero.model.checkpoint import load_state
-from train.buffer import Batch, BatchDecoder, PositionBuffer
-from train.checkpoint import save_checkpoint, set_rng_state
-from train.distributed import DistInfo
-from train.metrics import Meter, MetricsLog, summarise
-from train.reply import TrainingNet, reply_loss
-from train.sampler import EpochSampler
-from train.surprise import surprise_weights
 
 log = logging.getLogger(__name__)
 

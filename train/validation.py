@@ -34,15 +34,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from dlzero.train.buffer import PositionBuffer
+from dlzero.train.dataset import buffer_from_games
+from dlzero.train.trainer import evaluate
 
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe3 import GameRecord, read_hcpe3
 from dlzero.errors import DlzeroError
 from dlzero.model import PolicyValueNet, load_model_file
 from dlzero.rundir import VALIDATION_CSV
-from train.buffer import PositionBuffer
-from train.dataset import buffer_from_games
-from train.trainer import evaluate
 
 log = logging.getLogger(__name__)
 

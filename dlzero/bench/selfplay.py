@@ -31,7 +31,7 @@ def bench_selfplay(cfg: Config, parallels: list[int], moves: int, backend: str =
     machine's changing load hits all alike; rows after the first precision give `vs_first`, their
     positions/s divided by the first precision's.
     """
-    from selfplay.games import play_games  # the CLI layer may import selfplay; bench is called from it
+    from dlzero.selfplay.games import play_games  # the CLI layer may import selfplay; bench is called from it
 
     precisions = precisions or [cfg.inference.precision]
     evaluators = {p: make_evaluator(backend, None, replace(cfg, inference=replace(cfg.inference, precision=p)))

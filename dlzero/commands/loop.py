@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     with hold(args.run, tuple(PARTS), create=True):  # the loop is every role: it writes every part
         rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
         if args.init_from:
-            from train.supervised import warm_start
+            from dlzero.train.supervised import warm_start
 
             warm_start(rd, cfg, args.init_from, args.init_steps, progress=not args.quiet)
         run_loop(rd, cfg, args.generations, progress=not args.quiet)

@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     rd, cfg = run_from_args(args, SELFPLAY_KEYS, "dlzero selfplay")
     games = args.games if args.games is not None else cfg.selfplay.games_per_generation
     from dlzero.runlock import hold
-    from selfplay.bootstrap import ensure_best_model
-    from selfplay.parent import server_lines
-    from selfplay.session import run_selfplay
+    from dlzero.selfplay.bootstrap import ensure_best_model
+    from dlzero.selfplay.parent import server_lines
+    from dlzero.selfplay.session import run_selfplay
 
     if rd.best() is None:  # a new run: generation 0 and best.json belong to the trainer's and the gate's parts
         with hold(rd.root, ("train", "gate")):

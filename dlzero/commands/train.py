@@ -47,7 +47,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from dlzero.errors import ConfigError
     from dlzero.runlock import hold
-    from train import distributed
+    from dlzero.train import distributed
 
     if args.hcpe and not args.out:
         raise ConfigError("--hcpe needs --out (the model file to write)")
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from train import distributed, train_generation, train_supervised
+    from dlzero.train import distributed, train_generation, train_supervised
 
     if args.run:
         rd, cfg = run_from_args(args, FLAG_KEYS, "dlzero train", create=False)
