@@ -47,6 +47,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -91,20 +92,65 @@ def analysis_of(tree: Tree, elapsed: float) -> Analysis:
                     nps=tree.playouts / max(elapsed, 1e-6))
 
 
-def move_infos(tree: Tree, pv_visits: bool) -> list[dict]:
+@dataclass
+class MoveInfo:
+    """One root move of an answer (an entry of KataGo's `moveInfos`)."""
+
+    move: str  # USI
+    visits: int
+    winrate: float  # for the side to move; a proven move's proof (1 or 0)
+    score_cp: int
+    prior: float
+    lcb: float
+    order: int  # 0 for the best move
+    pv: list[str]  # starting with `move`
+    pv_visits: list[int]  # visits of each PV move
+
+    def to_dict(self, pv_visits: bool) -> dict:
+        """The protocol's JSON fields (`pvVisits` only when the query asked for it)."""
+        info = {"move": self.move, "visits": self.visits, "winrate": round(self.winrate, 6), "scoreCp": self.score_cp,
+                "prior": round(self.prior, 6), "lcb": round(self.lcb, 6), "order": self.order, "pv": self.pv}
+        if pv_visits:
+            info["pvVisits"] = self.pv_visits
+        return info
+
+
+@dataclass
+class TurnResult:
+    """One answer for one analysed turn, typed: what `AnalysisEngine.analyse` returns, and what
+    `to_answer` writes as the protocol's JSON (the only place that JSON is made)."""
+
+    task: Task
+    during: bool = False  # a partial answer (`reportDuringSearchEvery`); every turn ends with a final one
+    analysis: Analysis | None = None  # None: terminated before any playout (`noResults`)
+    move_infos: list[MoveInfo] = field(default_factory=list)
+    visits: int = 0  # playouts of the root (0 when the rules settled it)
+    policy: dict[str, float] | None = None  # the raw network policy, when the task asked for it
+
+    def to_answer(self) -> dict:
+        task = self.task
+        if self.analysis is None:
+            return {"id": task.id, "turnNumber": task.turn, "isDuringSearch": False, "noResults": True}
+        out = {"id": task.id, "turnNumber": task.turn, "isDuringSearch": self.during, "position": task.position,
+               "moveInfos": [m.to_dict(task.include_pv_visits) for m in self.move_infos],
+               "rootInfo": {"winrate": round(self.analysis.winrate, 6), "scoreCp": self.analysis.score_cp,
+                            "visits": self.visits, "currentPlayer": _player(task.board)},
+               **self.analysis.to_dict(task.multipv)}
+        if self.policy is not None:
+            out["policy"] = self.policy
+        return out
+
+
+def move_infos(tree: Tree) -> list[MoveInfo]:
     """KataGo-style `moveInfos`: every root move the search tried (or proved), best first."""
-    infos = []
+    infos: list[MoveInfo] = []
     for stat in move_stats(tree):
         if stat.visits <= 0 and stat.proven is None:
             continue
         winrate = stat.proven if stat.proven is not None else stat.winrate
         pv, visits = _line(tree, stat.move)
-        info = {"move": stat.usi, "visits": stat.visits, "winrate": round(winrate, 6),
-                "scoreCp": winrate_to_cp(winrate), "prior": round(stat.prior, 6),
-                "lcb": round(_lcb(winrate, stat.visits, stat.proven is not None), 6), "order": len(infos), "pv": pv}
-        if pv_visits:
-            info["pvVisits"] = visits
-        infos.append(info)
+        infos.append(MoveInfo(stat.usi, stat.visits, winrate, winrate_to_cp(winrate), stat.prior,
+                              _lcb(winrate, stat.visits, stat.proven is not None), len(infos), pv, visits))
     return infos
 
 
@@ -135,11 +181,6 @@ def _lcb(winrate: float, visits: int, proven: bool) -> float:
 
 def _player(board: cshogi.Board) -> str:
     return "b" if board.turn == cshogi.BLACK else "w"
-
-
-def no_results(task: Task) -> dict:
-    """The final answer of a turn terminated before any playout."""
-    return {"id": task.id, "turnNumber": task.turn, "isDuringSearch": False, "noResults": True}
 
 
 class AnalysisEngine:
@@ -174,9 +215,21 @@ class AnalysisEngine:
             for task in parsed.tasks:
                 task.seq = i
                 tasks.append(task)
-        self.search(tasks, lambda task, answer: out.append((task.seq, answer)))
+        self.search(tasks, lambda result: out.append((result.task.seq, result.to_answer())))
         out.sort(key=lambda item: item[0])
         return [answer for _, answer in out]
+
+    def analyse(self, tasks: list[Task]) -> list[TurnResult]:
+        """The final result of each of `tasks` (from `self.reader.game_tasks`), in their order, searched
+        together: the typed way in, for dlzero's own callers (review, the dashboard)."""
+        final: dict[int, TurnResult] = {}
+
+        def keep(result: TurnResult) -> None:
+            if not result.during:
+                final[id(result.task)] = result
+
+        self.search(tasks, keep)
+        return [final[id(task)] for task in tasks]
 
     def parse(self, line: str) -> Parsed | dict:
         """A line read into tasks or an action, or the error answer that replaces it; never raises."""
@@ -197,33 +250,33 @@ class AnalysisEngine:
         return dict(action)
 
     # -- searching ------------------------------------------------------------------------------
-    def search(self, tasks: list[Task], emit: Callable[[Task, dict], None]) -> None:
-        """Search `tasks` and emit their answers: those sharing a search config run in lockstep."""
+    def search(self, tasks: list[Task], emit: Callable[[TurnResult], None]) -> None:
+        """Search `tasks` and emit their results: those sharing a search config run in lockstep."""
         self._maybe_clear_cache()
         policies = self._policies([t for t in tasks if t.include_policy and not t.terminated])
         groups: dict[str, list[Task]] = {}
         for task in tasks:
             if task.terminated:
-                emit(task, no_results(task))
+                emit(TurnResult(task))
                 continue
             settled = root_checks(task.board, 0 if task.rules else task.search.root_mate_depth,
                                   task.search.entering_king_rule)
             if settled is not None:
-                emit(task, self._settled_answer(task, settled, policies.get(id(task))))
+                emit(self._settled_result(task, settled, policies.get(id(task))))
                 continue
             groups.setdefault(repr(task.search), []).append(task)
         for key, members in groups.items():
             live = []
             for task in members:  # a task may be terminated while an earlier group runs
                 if task.terminated:
-                    emit(task, no_results(task))
+                    emit(TurnResult(task))
                 else:
                     live.append(task)
             if live:
                 self._run_group(self._search(key, live[0].search), live, policies, emit)
 
     def _run_group(self, search: Search, tasks: list[Task], policies: dict[int, dict],
-                   emit: Callable[[Task, dict], None]) -> None:
+                   emit: Callable[[TurnResult], None]) -> None:
         trees = [Tree(t.board.copy(), move_filter=_move_filter(t) if t.rules else None) for t in tasks]
         start = time.perf_counter()
         last_report = [start] * len(tasks)
@@ -236,48 +289,31 @@ class AnalysisEngine:
                     tree.target = tree.playouts  # the tree leaves the search at this step
                 if task.report_every and not tree.done and now - last_report[k] >= task.report_every:
                     last_report[k] = now
-                    emit(task, self._answer(task, tree, now - start, True, policies.get(id(task))))
+                    emit(self._result(task, tree, now - start, True, policies.get(id(task))))
 
         search.run(trees, [t.playouts for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree, on_step=on_step)
         elapsed = time.perf_counter() - start
         for task, tree in zip(tasks, trees, strict=True):
             if tree.playouts == 0 and task.terminated:
-                emit(task, no_results(task))
+                emit(TurnResult(task))
             else:
-                emit(task, self._answer(task, tree, elapsed, False, policies.get(id(task))))
+                emit(self._result(task, tree, elapsed, False, policies.get(id(task))))
 
-    # -- answers --------------------------------------------------------------------------------
+    # -- results --------------------------------------------------------------------------------
     @staticmethod
-    def _answer(task: Task, tree: Tree, elapsed: float, during: bool, policy: dict | None) -> dict:
-        analysis = analysis_of(tree, elapsed)
-        out = {"id": task.id, "turnNumber": task.turn, "isDuringSearch": during, "position": task.position,
-               "moveInfos": move_infos(tree, task.include_pv_visits),
-               "rootInfo": {"winrate": round(analysis.winrate, 6), "scoreCp": analysis.score_cp,
-                            "visits": tree.playouts, "currentPlayer": _player(task.board)},
-               **analysis.to_dict(task.multipv)}
-        if policy is not None:
-            out["policy"] = policy
-        return out
+    def _result(task: Task, tree: Tree, elapsed: float, during: bool, policy: dict[str, float] | None) -> TurnResult:
+        return TurnResult(task, during, analysis_of(tree, elapsed), move_infos(tree), tree.playouts, policy)
 
     @staticmethod
-    def _settled_answer(task: Task, analysis: Analysis, policy: dict | None) -> dict:
-        """The answer when the rules decide the root (no legal move, a declaration, a short mate)."""
+    def _settled_result(task: Task, analysis: Analysis, policy: dict[str, float] | None) -> TurnResult:
+        """The result when the rules decide the root (no legal move, a declaration, a short mate)."""
         infos = []
         if analysis.mate is not None:
-            infos.append({"move": analysis.bestmove, "visits": 0, "winrate": 1.0, "scoreCp": analysis.score_cp,
-                          "prior": 0.0, "lcb": 1.0, "order": 0, "pv": list(analysis.pv)})
-            if task.include_pv_visits:
-                infos[0]["pvVisits"] = [0] * len(analysis.pv)
-        out = {"id": task.id, "turnNumber": task.turn, "isDuringSearch": False, "position": task.position,
-               "moveInfos": infos,
-               "rootInfo": {"winrate": analysis.winrate, "scoreCp": analysis.score_cp, "visits": 0,
-                            "currentPlayer": _player(task.board)},
-               **analysis.to_dict(task.multipv)}
-        if policy is not None:
-            out["policy"] = policy
-        return out
+            infos.append(MoveInfo(analysis.bestmove, 0, 1.0, analysis.score_cp, 0.0, 1.0, 0, list(analysis.pv),
+                                  [0] * len(analysis.pv)))
+        return TurnResult(task, False, analysis, infos, 0, policy)
 
-    def _policies(self, tasks: list[Task]) -> dict[int, dict]:
+    def _policies(self, tasks: list[Task]) -> dict[int, dict[str, float]]:
         """Raw policy over the legal moves of each task's root, in one network call."""
         if not tasks:
             return {}
@@ -446,7 +482,7 @@ class AnalysisServer:
                 if hit(task):
                     task.terminated = True
         for task in dropped:
-            self.emit(no_results(task))
+            self.emit(TurnResult(task).to_answer())
 
     def run(self) -> None:
         """Search queued tasks until the input has ended and the queue is empty."""
@@ -468,10 +504,10 @@ class AnalysisServer:
         """Search one batch; if it fails, every turn without a final answer gets an error answer."""
         answered: set[int] = set()
 
-        def emit(task: Task, answer: dict) -> None:
-            if not answer["isDuringSearch"]:
-                answered.add(id(task))
-            self.emit(answer)
+        def emit(result: TurnResult) -> None:
+            if not result.during:
+                answered.add(id(result.task))
+            self.emit(result.to_answer())
 
         try:
             self.engine.search(batch, emit)

@@ -1,4 +1,5 @@
-"""Reading analysis queries: one JSON line in, validated tasks (one per analysed turn) out.
+"""Reading analysis queries: one JSON line in, validated tasks (one per analysed turn) out; dlzero's own
+callers build the same tasks from Python values (`QueryReader.game_tasks`), with no JSON between.
 
 The fields follow KataGo's analysis engine (docs/Analysis_Engine.md in lightvector/KataGo), with
 shogi's own where Go's do not fit; today's dlzero names stay valid as aliases:
@@ -175,20 +176,23 @@ class QueryReader:
         return Parsed(action=data)
 
     # -- analysis queries -----------------------------------------------------------------------
+    def game_tasks(self, position: str, moves: list[str], turns: list[int], playouts: int,
+                   multipv: int = DEFAULT_MULTIPV, task_id: Any = None) -> list[Task]:
+        """Tasks for `turns` of a game held in Python values (dlzero's own callers: review, the
+        dashboard), checked as a query's `position`, `moves`, `analyzeTurns`, `maxVisits` and `multipv`
+        are, with the engine's search settings; a QueryError names what is wrong."""
+        board = self._board(position, task_id)
+        moves = self._moves(moves, board, task_id)
+        self._check_turns(turns, len(moves), task_id)
+        playouts, multipv = _positive(playouts, "maxVisits", task_id), _positive(multipv, "multipv", task_id)
+        search = self._search_config({}, task_id)  # no per-query overrides
+        return [_task(task_id, turn, position, board, moves, playouts, multipv, search) for turn in turns]
+
     def _tasks(self, data: dict, qid: Any) -> list[Task]:
-        position = data.get("position")
-        if not isinstance(position, str):
-            raise QueryError("'position' must be a string like 'startpos moves 7g7f' or 'sfen ...'", "position", qid)
-        try:
-            board = parse_position(position)
-        except DlzeroError as exc:
-            raise QueryError(str(exc), "position", qid) from None
+        board = self._board(data.get("position"), qid)
         moves = self._moves(data.get("moves", []), board, qid)
         turns = data.get("analyzeTurns", [len(moves)])
-        if not (isinstance(turns, list) and turns and all(_is_int(t) and 0 <= t <= len(moves) for t in turns)):
-            raise QueryError(f"'analyzeTurns' must be a non-empty list of turns 0..{len(moves)}", "analyzeTurns", qid)
-        if len(set(turns)) != len(turns):
-            raise QueryError("'analyzeTurns' lists a turn twice", "analyzeTurns", qid)
+        self._check_turns(turns, len(moves), qid)
         priorities = self._priorities(data, len(turns), qid)
         playouts = self._playouts(data, qid)
         multipv = _positive_int(data, "multipv", DEFAULT_MULTIPV, qid)
@@ -199,14 +203,26 @@ class QueryReader:
                              "reportDuringSearchEvery", qid)
         rules = self._rules(data, "avoidMoves", qid, allow=False) + self._rules(data, "allowMoves", qid, allow=True)
         flags = {name: _bool(data, name, qid) for name in ("includePolicy", "includePVVisits")}
-        tasks = []
-        for turn, priority in zip(turns, priorities, strict=True):
-            turn_board = board.copy()
-            for _ in range(len(moves) - turn):
-                turn_board.pop()
-            tasks.append(Task(qid, turn, _with_moves(position, moves[:turn]), turn_board, playouts, multipv, search,
-                              priority, flags["includePolicy"], flags["includePVVisits"], every, rules))
-        return tasks
+        return [_task(qid, turn, data["position"], board, moves, playouts, multipv, search, priority,
+                      flags["includePolicy"], flags["includePVVisits"], every, rules)
+                for turn, priority in zip(turns, priorities, strict=True)]
+
+    @staticmethod
+    def _board(position: Any, qid: Any) -> cshogi.Board:
+        """The board of a query's `position` (a string)."""
+        if not isinstance(position, str):
+            raise QueryError("'position' must be a string like 'startpos moves 7g7f' or 'sfen ...'", "position", qid)
+        try:
+            return parse_position(position)
+        except DlzeroError as exc:
+            raise QueryError(str(exc), "position", qid) from None
+
+    @staticmethod
+    def _check_turns(turns: Any, n_moves: int, qid: Any) -> None:
+        if not (isinstance(turns, list) and turns and all(_is_int(t) and 0 <= t <= n_moves for t in turns)):
+            raise QueryError(f"'analyzeTurns' must be a non-empty list of turns 0..{n_moves}", "analyzeTurns", qid)
+        if len(set(turns)) != len(turns):
+            raise QueryError("'analyzeTurns' lists a turn twice", "analyzeTurns", qid)
 
     @staticmethod
     def _moves(moves: Any, board: cshogi.Board, qid: Any) -> list[str]:
@@ -294,6 +310,17 @@ class QueryReader:
         return tuple(rules)
 
 
+def _task(qid: Any, turn: int, position: str, board: cshogi.Board, moves: list[str], playouts: int, multipv: int,
+          search: SearchConfig, priority: int = 0, include_policy: bool = False, include_pv_visits: bool = False,
+          report_every: float | None = None, rules: tuple[MoveRule, ...] = ()) -> Task:
+    """The task of `turn`: the position after the first `turn` of `moves` (`board` is after all of them)."""
+    turn_board = board.copy()
+    for _ in range(len(moves) - turn):
+        turn_board.pop()
+    return Task(qid, turn, _with_moves(position, moves[:turn]), turn_board, playouts, multipv, search, priority,
+                include_policy, include_pv_visits, report_every, rules)
+
+
 def _with_moves(position: str, moves: list[str]) -> str:
     """`position` with `moves` appended as USI does it."""
     if not moves:
@@ -306,7 +333,10 @@ def _is_int(value: Any) -> bool:
 
 
 def _positive_int(data: dict, key: str, default: int, qid: Any) -> int:
-    value = data.get(key, default)
+    return _positive(data.get(key, default), key, qid)
+
+
+def _positive(value: Any, key: str, qid: Any) -> int:
     if not _is_int(value) or value < 1:
         raise QueryError(f"'{key}' must be a positive integer, got {value!r}", key, qid)
     return value

@@ -204,6 +204,15 @@ def _anchor_list(v: Any) -> str | None:
     return None if len(set(v)) == len(v) else "must not name an anchor twice"
 
 
+def _data_files(v: Any) -> str | None:
+    ok = all(isinstance(p, str) and p.endswith((".hcpe3", ".hcpe")) for p in v)
+    return None if ok else "must be a list of .hcpe3 or .hcpe files"
+
+
+def _below_one(v: Any) -> str | None:
+    return None if 0.0 <= v < 1.0 else "must be at least 0 and below 1 (a batch keeps room for self-play data)"
+
+
 def _even(v: Any) -> str | None:
     return None if v > 0 and v % 2 == 0 else "must be an even number > 0 (games come in colour-swapped pairs)"
 
@@ -374,6 +383,43 @@ class TrainConfig:
                                      "opponent's reply (0: no head; KataGo: 0.15); training only")
     surprise_weight: float = _field(0.0, _unit, "share of each sample's loss weight proportional to its policy "
                                     "surprise KL(target || net policy) (0: uniform; KataGo: 0.5)")
+    teacher_data: list = _field([], _data_files, "teacher files (.hcpe3 from `dlzero teach`, .hcpe) mixed into "
+                                "training; a relative path is relative to the run directory (`dlzero loop "
+                                "--init-from F` copies F into the run's teacher/ and lists it here)")
+    teacher_fraction: float = _field(0.0, _below_one, "share of every training batch drawn from teacher_data "
+                                     "(0, the default: self-play data alone, the teacher files are only "
+                                     "recorded; 0.25: a quarter of each batch)")
+
+
+def _or_selfplay(check: Check) -> Check:
+    """`check`, with -1 (take the matching `selfplay.*` key) allowed as well."""
+
+    def inner(v: Any) -> str | None:
+        problem = check(v)
+        return None if v == -1 or problem is None else f"{problem}, or -1 (self-play's value)"
+
+    return inner
+
+
+@dataclass
+class TeachConfig:
+    """`dlzero teach`: label positions with a teacher into an hcpe3 file; each flag of the command sets its key."""
+
+    teacher: str = _field("", None, "usi:COMMAND[;Option=value...] or onnx:miniosl[;key=value...] (miniosl); "
+                          "empty: --teacher must name one")
+    positions: int = _field(100_000, _positive, "positions to label (whole parts: a few more)")
+    out: str = _field("", None, "the .hcpe3 file to write (its parts go to OUT.parts/); empty: --out must name one")
+    workers: int = _field(1, _positive, "teacher processes in parallel")
+    source: list = _field([], None, "games to relabel (hcpe3 files, run directories, CSA/KIF/KI2 records, "
+                          "folders); empty: the teacher plays itself")
+    openings: str = _field("", None, "suite of the teacher's own games; empty: configs/openings/gate.txt; "
+                           "startpos: the start position")
+    sample_plies: int = _field(-1, _or_selfplay(_non_negative), "teacher moves per game drawn from its policy "
+                               "(-1: selfplay.random_plies)")
+    max_moves: int = _field(-1, _or_selfplay(_positive), "move number at which a teacher game is a draw "
+                            "(-1: selfplay.max_moves)")
+    part_games: int = _field(32, _positive, "games per part, the unit of resumption")
+    seed: int = _field(1, _non_negative, "seed of openings, sampled moves and source order")
 
 
 @dataclass
@@ -495,6 +541,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    teach: TeachConfig = field(default_factory=TeachConfig)
     gate: GateConfig = field(default_factory=GateConfig)
     rate: RateConfig = field(default_factory=RateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)

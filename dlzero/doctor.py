@@ -30,6 +30,7 @@ from dlzero.data.atomic import TEMP_SUFFIX
 from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3, read_sidecar, sidecar_path
 from dlzero.errors import DataError, DlzeroError
 from dlzero.rundir import GENERATION_GLOB, RunDir, generation_name
+from dlzero.runfiles import CHECKPOINT_NAME, TRAIN_CSV
 
 # A temp file younger than this may belong to a write in progress (a model file takes seconds).
 TEMP_GRACE_S = 300.0
@@ -107,7 +108,7 @@ def check_run(root: str | Path) -> Report:
 def _check_info(rd: RunDir, report: Report) -> None:
     try:
         RunDir.open(rd.root)
-        report.count("run.json")
+        report.count(rd.info_path.name)
     except DlzeroError as exc:
         report.add(rd.info_path, str(exc), f"if this dlzero is older than the run's, upgrade it; else restore "
                    f"{rd.info_path.name} from a backup, or copy run.json of another run made by this dlzero")
@@ -116,7 +117,7 @@ def _check_info(rd: RunDir, report: Report) -> None:
 def _check_config(rd: RunDir, report: Report) -> Config | None:
     try:
         cfg = rd.config()
-        report.count("config.yaml")
+        report.count(rd.config_path.name)
         return cfg
     except (DlzeroError, OSError) as exc:
         report.add(rd.config_path, str(exc), "restore it from a backup, or fix the key it names (every role reads "
@@ -196,7 +197,7 @@ def _check_models(rd: RunDir, report: Report) -> None:
             report.add(path, f"holds generation {meta.generation}, its name says {path.stem}",
                        f"rename it to {generation_name(meta.generation)}.pt if that name is free, else move it "
                        f"out of the run: mv {_q(path)} <elsewhere>")
-    for path in sorted([*rd.models_dir.glob("*.onnx"), *rd.onnx_dir.glob("*.onnx")]):
+    for path in sorted(rd.models_dir.glob("*.onnx")):
         report.count("onnx files")
         reason = _onnx_problem(path)
         if reason:
@@ -242,7 +243,7 @@ def _check_best(rd: RunDir, report: Report) -> None:
             report.add(rd.best_path, "missing, but the run has models: self-play would start a new random "
                        "generation 0", _set_best_hint(rd))
         return
-    report.count("best.json")
+    report.count(rd.best_path.name)
     try:
         best = rd.best()
     except DlzeroError as exc:
@@ -258,7 +259,6 @@ def _check_best(rd: RunDir, report: Report) -> None:
 
 def _check_trainer(rd: RunDir, report: Report, cfg: Config) -> None:
     from dlzero.train.checkpoint import load_checkpoint
-    from dlzero.train.generation import CHECKPOINT_NAME
 
     path = rd.train_dir / CHECKPOINT_NAME
     if not path.is_file():
@@ -280,7 +280,8 @@ def _check_csvs(rd: RunDir, report: Report) -> None:
         problem = _csv_problem(path)
         if problem:
             report.add(path, problem, f"edit the line it names out of the file, or delete the file (plots and "
-                       f"the dashboard lose that history; metrics.csv and ratings.csv grow again): rm {_q(path)}")
+                       f"the dashboard lose that history; {rd.train_csv.name} and {rd.ratings_csv.name} grow "
+                       f"again): rm {_q(path)}")
 
 
 def _csv_problem(path: Path) -> str:
@@ -310,7 +311,7 @@ def _csv_problem(path: Path) -> str:
         if tuple(row) in seen:
             return f"line {line} repeats line {seen[tuple(row)]} (two writers on one run?)"
         seen[tuple(row)] = line
-        if path.name == "metrics.csv" and "step" in header:
+        if path.name == TRAIN_CSV and "step" in header:
             step = _int(row[header.index("step")])
             if step is None or (last_step is not None and step <= last_step):
                 return f"line {line}: step {row[header.index('step')]!r} does not follow step {last_step}"
@@ -328,21 +329,20 @@ def _int(text: str) -> int | None:
 def _check_state_files(rd: RunDir, report: Report) -> None:
     from dlzero.loop import PHASES
 
-    loop = _json_object(rd, report, "loop.json")
+    loop = _json_object(report, rd.loop_state_path)
     if loop is not None:
         problem = _loop_problem(rd, loop, PHASES)
         if problem:
-            report.add(rd.root / "loop.json", problem,
+            report.add(rd.loop_state_path, problem,
                        f"fix the field it names, or delete the file: the loop then begins its next iteration "
-                       f"with self-play, keeping every file already written: rm {_q(rd.root / 'loop.json')}")
-    _json_object(rd, report, "selfplay_state.json")
+                       f"with self-play, keeping every file already written: rm {_q(rd.loop_state_path)}")
+    _json_object(report, rd.selfplay_state_path)
 
 
-def _json_object(rd: RunDir, report: Report, name: str) -> dict | None:
-    path = rd.root / name
+def _json_object(report: Report, path: Path) -> dict | None:
     if not path.is_file():
         return None
-    report.count(name)
+    report.count(path.name)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

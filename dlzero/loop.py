@@ -25,7 +25,7 @@ never redone, the trainer resumes from its checkpoint, and self-play only tops u
 current iteration still lacks (async: the games not yet trained on count towards the next
 generation, whoever played them).
 
-Every phase is a row of `metrics/timeline.csv` (`dlzero.metrics.timeline`), and each iteration's
+Every phase is a row of `metrics/timeline.csv` (`dlzero.progress.timeline`), and each iteration's
 line in the log says where its time went and how much of the loop's wall time self-play ran.
 
 With `rate.loop`, a promoted candidate is also rated against the anchor pool (`dlzero rate`, topped
@@ -40,11 +40,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from dlzero.config import Config, gate_interval
-from dlzero.metrics.timeline import Timeline
+from dlzero.progress.timeline import Timeline
 from dlzero.rundir import RunDir, generation_name
+from dlzero.runfiles import LOOP_STATE
 
 log = logging.getLogger("dlzero.loop")
 
@@ -63,11 +63,11 @@ class LoopState:
 
     @classmethod
     def load(cls, rd: RunDir) -> LoopState:
-        data = rd.read_json("loop.json", {}) or {}
+        data = rd.read_json(LOOP_STATE, {}) or {}
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def save(self, rd: RunDir) -> None:
-        rd.write_json("loop.json", vars(self))
+        rd.write_json(LOOP_STATE, vars(self))
 
 
 def gate_due(mode: str, generation: int) -> bool:
@@ -78,12 +78,13 @@ def gate_due(mode: str, generation: int) -> bool:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
+    from dlzero.inference.int8 import prepare_int8
     from dlzero.selfplay.bootstrap import ensure_best_model
 
     ensure_best_model(rd, cfg, cfg.train.seed)
-    timeline = Timeline(rd.metrics_dir)
+    timeline = Timeline(rd.timeline_csv)
     with timeline.phase("calibrate", rd.best().generation):
-        _ensure_int8(rd.best_model_path(), cfg)
+        prepare_int8(rd.best_model_path(), cfg.inference)  # once here, not in every worker or gate side
     if cfg.loop.mode == "async":
         _run_async(rd, cfg, generations, timeline, progress)
     else:
@@ -113,7 +114,8 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
     """The phases after self-play, from `state.phase` on; returns the next iteration's state."""
     from dlzero.gating.promotion import gate_and_promote
     from dlzero.gating.rating import promoted_generations, rate
-    from dlzero.metrics.plots import plot_progress
+    from dlzero.inference.int8 import prepare_int8
+    from dlzero.progress.plots import plot_progress
     from dlzero.train.generation import train_generation
 
     best = rd.best()
@@ -122,7 +124,7 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
             result = train_generation(rd, cfg, progress=progress)
         state.candidate = result.generation
         with timeline.phase("calibrate", result.generation):
-            _ensure_int8(rd.model_path(result.generation), cfg)
+            prepare_int8(rd.model_path(result.generation), cfg.inference)
         state.phase = "gate"
         state.save(rd)
     if state.phase == "gate":
@@ -271,12 +273,3 @@ def _run_async(rd: RunDir, cfg: Config, generations: int, timeline: Timeline, pr
     finally:
         print("stopping self-play: the workers save their finished games", flush=True)
         selfplay.stop()
-
-
-def _ensure_int8(model: Path, cfg: Config) -> None:
-    """With `inference.precision: int8`, quantize a new model once here (calibrated on the run's newest
-    self-play), rather than in each self-play worker or gating side that loads it."""
-    if cfg.inference.precision == "int8":
-        from dlzero.inference.int8 import ensure_int8
-
-        ensure_int8(model, cfg.inference.quantize)

@@ -12,7 +12,6 @@ play).
 from __future__ import annotations
 
 import io
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from tqdm import tqdm
 from dlzero.analysis import AnalysisEngine
 from dlzero.data.annotated_kif import PositionNote, write_annotated_kif
 from dlzero.data.atomic import atomic_write_bytes
-from dlzero.data.records import GameRecord
+from dlzero.data.records import KifuGame
 
 
 @dataclass
@@ -55,12 +54,12 @@ class Blunder:
 
 @dataclass
 class GameReview:
-    game: GameRecord
+    game: KifuGame
     plies: list[PlyEval]   # len(game.moves) + 1
     blunders: list[Blunder]
 
 
-def evaluate_positions(engine: AnalysisEngine, game: GameRecord, playouts: int, per_batch: int,
+def evaluate_positions(engine: AnalysisEngine, game: KifuGame, playouts: int, per_batch: int,
                        progress: bool = True) -> list[PlyEval]:
     """Search every position of `game` (start and after each move), `per_batch` at a time."""
     usi = [cshogi.move_to_usi(m) for m in game.moves]
@@ -70,20 +69,17 @@ def evaluate_positions(engine: AnalysisEngine, game: GameRecord, playouts: int, 
     with tqdm(total=len(turns), file=sys.stderr, disable=not progress, unit="pos", desc="review") as bar:
         for start in range(0, len(turns), per_batch):
             chunk = turns[start:start + per_batch]
-            query = {"id": start, "position": f"sfen {game.sfen}", "moves": usi, "analyzeTurns": chunk,
-                     "maxVisits": playouts, "multipv": 1}
-            answers = [a for a in engine.answer([json.dumps(query)]) if not a.get("isDuringSearch", True)]
-            if len(answers) != len(chunk):  # a query error: say what the engine said
-                raise RuntimeError(f"analysis of positions {chunk[0]}..{chunk[-1]} failed: {answers}")
-            for a in sorted(answers, key=lambda a: a["turnNumber"]):
-                ply = a["turnNumber"]
-                out.append(PlyEval(ply, black_first == (ply % 2 == 0), a["winrate"], a["score_cp"], a["mate"],
-                                   a["bestmove"], list(a["pv"]), a["nodes"]))
+            tasks = engine.reader.game_tasks(f"sfen {game.sfen}", usi, chunk, playouts, multipv=1, task_id=start)
+            for result in engine.analyse(tasks):
+                a, ply = result.analysis, result.task.turn
+                assert a is not None  # only a terminated turn has no analysis, and nothing terminates these
+                out.append(PlyEval(ply, black_first == (ply % 2 == 0), a.winrate, a.score_cp, a.mate, a.bestmove,
+                                   list(a.pv), a.nodes))
             bar.update(len(chunk))
     return out
 
 
-def find_blunders(game: GameRecord, plies: list[PlyEval], threshold: float) -> list[Blunder]:
+def find_blunders(game: KifuGame, plies: list[PlyEval], threshold: float) -> list[Blunder]:
     """Moves that lost more than `threshold` of the mover's win rate where the engine wanted another."""
     out = []
     for k, move in enumerate(game.moves, start=1):
@@ -139,7 +135,7 @@ def plot_review(review: GameReview, path: str | os.PathLike[str], title: str = "
     atomic_write_bytes(path, buf.getvalue())
 
 
-def review_game(engine: AnalysisEngine, game: GameRecord, playouts: int, per_batch: int, threshold: float,
+def review_game(engine: AnalysisEngine, game: KifuGame, playouts: int, per_batch: int, threshold: float,
                 progress: bool = True) -> GameReview:
     plies = evaluate_positions(engine, game, playouts, per_batch, progress)
     return GameReview(game, plies, find_blunders(game, plies, threshold))

@@ -3,13 +3,19 @@
 ```
 runs/NAME/run.json          format version, created, dlzero version
 runs/NAME/config.yaml       resolved config
-runs/NAME/models/           gen-0000.pt ...; best.json names the current best (written atomically)
-runs/NAME/onnx/             exported models
+runs/NAME/loop.json         where `dlzero loop` resumes
+runs/NAME/selfplay_state.json  the resign threshold self-play calibrates
+runs/NAME/models/           gen-0000.pt ... (and their .int8.onnx); best.json names the current best
 runs/NAME/data/gen-XXXX/    hcpe3 shards from self-play with that generation's model
-runs/NAME/train/            trainer checkpoints (resume state)
-runs/NAME/games/            CSA records of arena games
-runs/NAME/metrics/          TensorBoard events, metrics.csv, ratings.csv, plots
+runs/NAME/train/            trainer checkpoint (resume state), seen-shards.json, shard-counts.json
+runs/NAME/games/            CSA records of gating games
+runs/NAME/rating/           games of `dlzero rate` against the anchors
+runs/NAME/locks/            one lock file per part with a single writer (dlzero.runlock)
+runs/NAME/metrics/          metrics.csv, ratings.csv, elo.csv, validation.csv, timeline.csv, progress.png,
+                            TensorBoard events (tb/)
 ```
+
+The names (and the CSV columns) are constants of `dlzero.runfiles`; `RunDir` joins them into paths.
 
 Every write here is atomic, so any process may be killed at any moment and the folder stays
 consistent; roles can run in one process, many processes, or on many machines sharing it.
@@ -28,13 +34,30 @@ from dlzero.config import Config, config_from_dict, dump_config, read_yaml
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe3 import is_committed, shard_glob
 from dlzero.errors import RunDirError
+from dlzero.runfiles import (
+    BEST_JSON,
+    CONFIG_YAML,
+    DATA_DIR,
+    ELO_CSV,
+    GAMES_DIR,
+    LOOP_STATE,
+    METRICS_DIR,
+    MODELS_DIR,
+    PROGRESS_PNG,
+    RATING_DIR,
+    RATINGS_CSV,
+    RUN_INFO,
+    SELFPLAY_STATE,
+    TIMELINE_CSV,
+    TRAIN_CSV,
+    TRAIN_DIR,
+    VALIDATION_CSV,
+)
 from dlzero.version import __version__
 
 RUN_FORMAT_VERSION = 1
 _GEN_RE = re.compile(r"gen-(\d{4,})\.pt$")
 GENERATION_GLOB = "gen-*"
-SELFPLAY_STATE = "selfplay_state.json"
-VALIDATION_CSV = "validation.csv"  # metrics/: held-out figures of every model (train.validation)
 
 
 def generation_name(generation: int) -> str:
@@ -57,16 +80,23 @@ class RunDir:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self.models_dir = self.root / "models"
-        self.onnx_dir = self.root / "onnx"
-        self.data_dir = self.root / "data"
-        self.train_dir = self.root / "train"
-        self.games_dir = self.root / "games"
-        self.metrics_dir = self.root / "metrics"
-        self.config_path = self.root / "config.yaml"
-        self.best_path = self.models_dir / "best.json"
-        self.info_path = self.root / "run.json"
+        self.models_dir = self.root / MODELS_DIR
+        self.data_dir = self.root / DATA_DIR
+        self.train_dir = self.root / TRAIN_DIR
+        self.games_dir = self.root / GAMES_DIR
+        self.rating_dir = self.root / RATING_DIR  # made by the first rating, not here
+        self.metrics_dir = self.root / METRICS_DIR
+        self.config_path = self.root / CONFIG_YAML
+        self.best_path = self.models_dir / BEST_JSON
+        self.info_path = self.root / RUN_INFO
+        self.loop_state_path = self.root / LOOP_STATE
         self.selfplay_state_path = self.root / SELFPLAY_STATE  # resign threshold: self-play's parent writes it
+        self.train_csv = self.metrics_dir / TRAIN_CSV
+        self.ratings_csv = self.metrics_dir / RATINGS_CSV
+        self.elo_csv = self.metrics_dir / ELO_CSV
+        self.validation_csv = self.metrics_dir / VALIDATION_CSV
+        self.timeline_csv = self.metrics_dir / TIMELINE_CSV
+        self.progress_png = self.metrics_dir / PROGRESS_PNG
 
     # -- creation and opening -------------------------------------------------------------------
     @classmethod
@@ -75,7 +105,7 @@ class RunDir:
         rd = cls(root)
         if rd.info_path.exists():
             return cls.open(root)
-        for d in (rd.models_dir, rd.onnx_dir, rd.data_dir, rd.train_dir, rd.games_dir, rd.metrics_dir):
+        for d in (rd.models_dir, rd.data_dir, rd.train_dir, rd.games_dir, rd.metrics_dir):
             d.mkdir(parents=True, exist_ok=True)
         atomic_write_text(rd.config_path, dump_config(cfg))
         info = {"format_version": RUN_FORMAT_VERSION,
@@ -100,7 +130,7 @@ class RunDir:
             raise RunDirError(
                 f"{rd.root} was written by a newer dlzero (run format {version}, this one reads up to "
                 f"{RUN_FORMAT_VERSION}); upgrade dlzero. Nothing was changed.")
-        for d in (rd.models_dir, rd.onnx_dir, rd.data_dir, rd.train_dir, rd.games_dir, rd.metrics_dir):
+        for d in (rd.models_dir, rd.data_dir, rd.train_dir, rd.games_dir, rd.metrics_dir):
             d.mkdir(parents=True, exist_ok=True)
         return rd
 
@@ -115,9 +145,6 @@ class RunDir:
     # -- models ---------------------------------------------------------------------------------
     def model_path(self, generation: int) -> Path:
         return self.models_dir / f"{generation_name(generation)}.pt"
-
-    def onnx_path(self, generation: int) -> Path:
-        return self.onnx_dir / f"{generation_name(generation)}.onnx"
 
     def generations(self) -> list[int]:
         """Generations that have a model file, ascending."""

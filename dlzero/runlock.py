@@ -45,12 +45,12 @@ from typing import Any
 
 from dlzero.errors import RunDirError
 from dlzero.rundir import RunDir
+from dlzero.runfiles import BEST_JSON, LOCKS_DIR, RATINGS_CSV, TRAIN_CSV
 
 log = logging.getLogger(__name__)
 
-LOCKS_DIR = "locks"
-PARTS = {"train": "models, the training checkpoint and metrics.csv",
-         "gate": "best.json, the gating games and ratings.csv"}
+PARTS = {"train": f"models, the training checkpoint and {TRAIN_CSV}",
+         "gate": f"{BEST_JSON}, the gating games and {RATINGS_CSV}"}
 _INFO_MAX = 1 << 16
 
 

@@ -6,6 +6,8 @@
     python scripts/ab_learning.py rate --marks 10,20,30       # models at the time marks vs the anchors
     python scripts/ab_learning.py cross --marks 10,20,30      # and against each other, mark by mark
     python scripts/ab_learning.py report --out docs/benchmarks/ab-learning
+    # or, a schedule of marks x anchors in order of importance (the two-hour benchmark, learning-2h.md):
+    python scripts/ab_learning.py rate --step 120@alphabeta:1,gpsshogi:depth=4 --step 30,60,90@alphabeta:1
 
 Arms (`ARMS`; any arm + "-gateoff" also sets `gate.mode: off`):
 - puct: tiny as shipped (dlshogi's PUCT root with Dirichlet noise, visit counts as targets, SPRT gate;
@@ -36,7 +38,8 @@ pairing, same judge), kept in ROOT/cross/. Anchors alone cannot tell apart model
 random mover and all lose to the lowest alpha-beta rung; games between the models can.
 
 `report`: one maximum-likelihood fit over the games of every run (random = 0; models named
-ARM/sSEED/gen-NNNN, anchors shared), written to OUT.csv (arm, seed, minutes, elo, elo_low, elo_high) and
+ARM/sSEED/gen-NNNN, anchors shared; `--ladder` adds the measured ladder's games), written to OUT-elo.csv (arm,
+seed, minutes, elo, elo_low, elo_high), OUT.csv (arm, minutes, generation, opponent, wins, draws, losses) and
 OUT.png (Elo against minutes per arm: each seed, and the mean over seeds), and a table on stdout.
 """
 
@@ -139,8 +142,48 @@ def finished_runs(root: Path) -> list[tuple[Path, dict]]:
     return out
 
 
+CPU_CLOCK: dict[str, tuple[Path, str, dt.datetime | None]] = {}  # run name -> (cpu log, column, log start)
+
+
+def cpu_clock(spec: str, log: str, start: str) -> None:
+    """Marks in CPU minutes: `spec` RUN=COLUMN,... names each run's column of `scripts/cpu_by_core.py`'s log."""
+    when = dt.datetime.fromisoformat(start) if start else None
+    for item in filter(None, spec.split(",")):
+        run, _, column = item.partition("=")
+        CPU_CLOCK[run] = (Path(log), column, when)
+
+
+def _wall_minutes(run: Path, mark: float, gen0: dt.datetime) -> float | None:
+    """The wall minute (since generation 0) at which `run` had used `mark` CPU minutes by its cpu log, or None
+    when it never did. Before the log starts the arm is taken to have had its whole core."""
+    path, column, start = CPU_CLOCK[run.name]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if lines and lines[0].startswith("# start "):
+        start = dt.datetime.fromisoformat(lines[0][len("# start "):])
+    if start is None:
+        raise SystemExit(f"{path}: no '# start' line: give --cpu-start")
+    pre = (start - gen0).total_seconds()
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    if "seconds" not in (rows[0] if rows else {}):  # a log without its header line
+        rows = [dict(zip(("seconds", "cpu0", "cpu1", "other"), line.split(","), strict=True))
+                for line in lines if not line.startswith("#")]
+    need = mark * 60.0 - pre
+    if need <= 0:
+        return mark
+    prev_t, prev_c = 0.0, 0.0
+    for row in rows:
+        t, c = float(row["seconds"]), float(row[column])
+        if c >= need:
+            frac = (need - prev_c) / (c - prev_c) if c > prev_c else 1.0
+            return (pre + prev_t + frac * (t - prev_t)) / 60.0
+        prev_t, prev_c = t, c
+    return None
+
+
 def generations_at_marks(run: Path, marks: list[float], gate_mode: str) -> dict[float, int]:
-    """The run's best model at each mark: the latest promoted generation made at or before it."""
+    """The run's best model at each mark: the latest promoted generation made at or before it. Marks are
+    minutes since generation 0, or CPU minutes of the arm where `cpu_clock` gave the run a cpu log (marks the
+    arm never reached are left out)."""
     from dlzero.gating.rating import _created, promoted_generations
     from dlzero.rundir import RunDir
 
@@ -148,7 +191,12 @@ def generations_at_marks(run: Path, marks: list[float], gate_mode: str) -> dict[
     gens = promoted_generations(rd, gate_mode)
     start = _created(rd, 0)
     made = {g: (_created(rd, g) - start).total_seconds() / 60.0 for g in gens}
-    return {m: max(g for g in gens if made[g] <= m + 1e-9) for m in marks}
+    out = {}
+    for m in marks:
+        wall = _wall_minutes(run, m, start) if run.name in CPU_CLOCK else m
+        if wall is not None:
+            out[m] = max(g for g in gens if made[g] <= wall + 1e-9)
+    return out
 
 
 def rate_runs(root: Path, marks: list[float], anchors: list[str], games: int, playouts: int, judge: str,
@@ -171,6 +219,48 @@ def rate_runs(root: Path, marks: list[float], anchors: list[str], games: int, pl
         report = rate(rd, cfg, gens, progress=False)
         for line in report.problems:
             print(f"warning: {line}")
+
+
+def parse_steps(steps: list[str]) -> list[tuple[list[float], list[str]]]:
+    """`--step MARKS@ANCHORS` arguments, e.g. `60,120@alphabeta:100,gpsshogi:depth=4`, in the order given."""
+    out = []
+    for step in steps:
+        marks, sep, anchors = step.partition("@")
+        if not sep or not marks or not anchors:
+            raise SystemExit(f"--step '{step}': expected MARKS@ANCHORS, e.g. 60,120@alphabeta:100")
+        out.append(([float(m) for m in marks.split(",")], anchors.split(",")))
+    return out
+
+
+def rate_steps(root: Path, steps: list[tuple[list[float], list[str]]], games: int, playouts: int, judge: str,
+               threads: int, only: list[str], config: str) -> None:
+    """Each step's marks against each step's anchors, step after step, every run's model at a mark against
+    one anchor at a time (no anchor-vs-anchor games: the ladder was measured once, `--ladder` in `report`).
+    Every arm's games use one config (`config`, with the judge's settings), whatever the arm's own config
+    says, so that only the networks differ. Steps in order of importance: a stopped rating keeps what it
+    played, and rerunning tops up only what is missing."""
+    import copy
+
+    from dlzero.config import load_config
+    from dlzero.gating.rating import rate
+    from dlzero.rundir import RunDir
+
+    base = load_config(config)
+    base.rate.games, base.rate.playouts, base.search.algorithm = games, playouts, judge
+    base.inference.threads, base.inference.precision = threads, "auto"
+    for marks, anchors in steps:
+        for run, _info in finished_runs(root):
+            if only and run.name not in only:
+                continue
+            rd = RunDir.open(run)
+            gens = sorted(set(generations_at_marks(run, marks, rd.config().gate.mode).values()))
+            for anchor in anchors:
+                cfg = copy.deepcopy(base)
+                cfg.rate.anchors = [anchor]
+                t0 = time.monotonic()
+                report = rate(rd, cfg, gens, progress=False)
+                print(f"{dt.datetime.now():%H:%M:%S} {run.name}: generations {gens} (marks {marks}) vs {anchor}: "
+                      f"{report.played} games in {time.monotonic() - t0:.0f} s", flush=True)
 
 
 def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge: str, threads: int) -> None:
@@ -228,9 +318,50 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
         print(f"  {a} +{result.wins} ={result.draws} -{result.losses} {b}", flush=True)
 
 
-def _fit_all(root: Path, anchors: list[str], playouts: int):
-    """One fit over every run's stored games at `playouts`, and the games between runs (ROOT/cross);
-    models renamed ARM/sSEED/gen-NNNN."""
+def ladder_games(path: Path) -> list:
+    """The measured ladder's games (`scripts/ladder.py`'s CSV: player, opponent, wins, draws, losses) as the fit
+    takes them: they tie the anchors to each other, so a model rated against two rungs is placed consistently."""
+    from dlzero.gating.elo_fit import GameResult
+
+    games = []
+    with path.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            for score, key in ((1.0, "wins"), (0.5, "draws"), (0.0, "losses")):
+                games += [GameResult(row["player"], row["opponent"], score)] * int(row[key])
+    return games
+
+
+def wdl_rows(root: Path, marks: list[float], playouts: int) -> list[dict]:
+    """Each run's model at each mark against each opponent it met at `playouts`: wins, draws, losses."""
+    from collections import Counter
+
+    from dlzero.gating.rating import load_batches
+    from dlzero.rundir import RunDir, generation_name
+
+    rows = []
+    for run, info in finished_runs(root):
+        rd = RunDir.open(run)
+        batches = [b for _, b in load_batches(rd)[0] if b.settings.get("playouts") == playouts]
+        for mark, gen in generations_at_marks(run, marks, rd.config().gate.mode).items():
+            me = generation_name(gen)
+            tally: dict[str, Counter] = {}
+            for batch in batches:
+                if me not in batch.players:
+                    continue
+                for g in batch.games:
+                    opponent = g["white"] if g["black"] == me else g["black"]
+                    side = "black" if g["black"] == me else "white"
+                    outcome = "draws" if g.get("winner") is None else ("wins" if g["winner"] == side else "losses")
+                    tally.setdefault(opponent, Counter())[outcome] += 1
+            for opponent, c in tally.items():
+                rows.append({"arm": info["arm"], "minutes": f"{mark:g}", "generation": gen, "opponent": opponent,
+                             "wins": c["wins"], "draws": c["draws"], "losses": c["losses"]})
+    return rows
+
+
+def _fit_all(root: Path, anchors: list[str], playouts: int, ladder: Path | None = None):
+    """One fit over every run's stored games at `playouts`, the games between runs (ROOT/cross) and the
+    measured ladder's games (`ladder`); models renamed ARM/sSEED/gen-NNNN."""
     from dlzero.gating.anchors import model_generation
     from dlzero.gating.elo_fit import fit_ratings
     from dlzero.gating.rating import load_batch_folder, load_batches
@@ -264,6 +395,8 @@ def _fit_all(root: Path, anchors: list[str], playouts: int):
     for _, batch in batches:  # players are already named RUN/gen-NNNN
         if batch.settings.get("playouts") == playouts:
             games += [_result(g, str) for g in batch.games]
+    if ladder is not None:
+        games += ladder_games(ladder)
     return fit_ratings(games, pin="random")
 
 
@@ -276,7 +409,7 @@ def _result(game: dict, name):
 
 
 def report(root: Path, out: Path, marks: list[float], anchors: list[str], playouts: int,
-           title: str = "A/B learning") -> None:
+           title: str = "A/B learning", ladder: Path | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -285,7 +418,7 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str], playou
     from dlzero.data.atomic import atomic_write_bytes, atomic_write_text
     from dlzero.rundir import RunDir
 
-    ratings = _fit_all(root, anchors, playouts).by_player()
+    ratings = _fit_all(root, anchors, playouts, ladder).by_player()
     rows, cpus = [], set()
     for run, info in finished_runs(root):
         cpus.add(info.get("cpu", "?"))
@@ -297,13 +430,16 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str], playou
                              "elo_low": f"{r.elo_low:.1f}", "elo_high": f"{r.elo_high:.1f}"})
     if not rows:
         raise SystemExit(f"no rated models under {root}: run `rate` first")
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["arm", "seed", "minutes", "elo", "elo_low", "elo_high"],
-                            lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out.with_suffix(".csv"), buf.getvalue())
+    for path, fields, table in ((out.with_suffix(".csv"), ["arm", "minutes", "generation", "opponent", "wins", "draws",
+                                                           "losses"], wdl_rows(root, marks, playouts)),
+                                (out.parent / f"{out.name}-elo.csv", ["arm", "seed", "minutes", "elo", "elo_low",
+                                                                      "elo_high"], rows)):
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(table)
+        atomic_write_text(path, buf.getvalue())
 
     known = list(ARMS)
     arms = sorted({r["arm"] for r in rows}, key=lambda a: (known.index(a.removesuffix(GATE_OFF))
@@ -342,7 +478,7 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str], playou
     fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
     atomic_write_bytes(out.with_suffix(".png"), png.getvalue())
-    print(f"wrote {out.with_suffix('.csv')} and {out.with_suffix('.png')}")
+    print(f"wrote {out.with_suffix('.csv')} (wins, draws, losses), {out.name}-elo.csv and {out.with_suffix('.png')}")
 
 
 def main() -> None:
@@ -368,7 +504,18 @@ def main() -> None:
             p.add_argument("--cpus", default="")
         if name == "rate":
             p.add_argument("--only", default="", help="comma-separated run names (ARM-sSEED) to rate (default: all)")
-        else:
+            p.add_argument("--step", action="append", default=[],
+                           help="MARKS@ANCHORS, repeatable, played in order (instead of --marks x --anchors): "
+                           "the models at those marks against those anchors, one anchor at a time")
+            p.add_argument("--config", default="configs/tiny.yaml",
+                           help="the config file every arm's rating games use (--step)")
+        if name in ("rate", "report"):
+            p.add_argument("--cpu-log", default="", help="scripts/cpu_by_core.py's log: marks become CPU minutes")
+            p.add_argument("--cpu-columns", default="", help="RUN=COLUMN,... (e.g. before-s1=cpu0,after-s1=cpu1)")
+            p.add_argument("--cpu-start", default="", help="the log's start (ISO) if it has no '# start' line")
+        if name == "report":
+            p.add_argument("--ladder", default="", help="the measured ladder's CSV (docs/benchmarks/ladder.csv): its "
+                           "games join the fit and tie the anchors together")
             p.add_argument("--out", default="docs/benchmarks/ab-learning")
             p.add_argument("--title", default="A/B learning", help="the plot's title")
     args = parser.parse_args()
@@ -387,15 +534,21 @@ def main() -> None:
         for arm in args.arms.split(","):
             play(root, arm, args.seed, args.minutes, args.cpus, checkout, args.label)
         return
+    if getattr(args, "cpu_log", ""):
+        cpu_clock(args.cpu_columns, args.cpu_log, args.cpu_start)
     marks = [float(m) for m in args.marks.split(",")]
     anchors = args.anchors.split(",")
-    if args.cmd == "rate":
+    if args.cmd == "rate" and args.step:
+        rate_steps(root, parse_steps(args.step), args.games, args.playouts, args.judge, args.threads,
+                   [x for x in args.only.split(",") if x], args.config)
+    elif args.cmd == "rate":
         rate_runs(root, marks, anchors, args.games, args.playouts, args.judge, args.threads,
                   [x for x in args.only.split(",") if x])
     elif args.cmd == "cross":
         cross_games(root, marks, args.games, args.playouts, args.judge, args.threads)
     else:
-        report(root, Path(args.out), marks, anchors, args.playouts, args.title)
+        report(root, Path(args.out), marks, anchors, args.playouts, args.title,
+               Path(args.ladder) if args.ladder else None)
 
 
 if __name__ == "__main__":

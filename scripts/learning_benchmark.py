@@ -58,7 +58,7 @@ def run_loop(run: Path, minutes: float, extra: list[str], cwd: Path | None = Non
 def measure(run: Path, out: Path, games: int | None, playouts: int | None, sample: int | None,
             threads: int) -> None:
     from dlzero.gating.rating import rate, select_generations
-    from dlzero.metrics.plots import plot_anchored_curve, plot_progress
+    from dlzero.progress.plots import plot_anchored_curve, plot_progress
     from dlzero.rundir import RunDir
 
     rd = RunDir.open(run)
@@ -83,7 +83,7 @@ def measure(run: Path, out: Path, games: int | None, playouts: int | None, sampl
         print(f"{r.player:<16} {r.elo:>+7.0f}   [{r.elo_low:+.0f}, {r.elo_high:+.0f}]{'':<4} {r.games:>6}")
     csv_out = out.with_name(out.name + "-anchored.csv")
     csv_out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(rd.metrics_dir / "elo.csv", csv_out)
+    shutil.copyfile(rd.elo_csv, csv_out)
     png = plot_anchored_curve(csv_out, out.with_name(out.name + "-anchored.png"),
                               f"{run.name}: anchored Elo against time (random = 0)")
     print(f"anchored curve: {png}, {csv_out}; progress plot: {plot_progress(rd)}")

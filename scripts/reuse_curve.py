@@ -23,16 +23,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from dlzero.train.buffer import BatchDecoder
-from dlzero.train.dataset import buffer_from_games
-from dlzero.train.sampler import EpochSampler
-from dlzero.train.trainer import Trainer, evaluate
-from dlzero.train.validation import fixed_set, held_out, read_games
 
 from dlzero.config import load_config
 from dlzero.errors import DlzeroError
 from dlzero.model import load_model_file
 from dlzero.rundir import RunDir
+from dlzero.train.buffer import BatchDecoder
+from dlzero.train.dataset import buffer_from_games
+from dlzero.train.sampler import EpochSampler
+from dlzero.train.trainer import Trainer, evaluate
+from dlzero.train.validation import fixed_set, held_out, read_games
 
 
 def main() -> int:

@@ -29,15 +29,14 @@ import os
 import secrets
 from typing import Any
 
-from dlzero.selfplay.bootstrap import ensure_best_model
-from dlzero.selfplay.parent import Collector, SelfplaySummary, split_evenly
-from dlzero.selfplay.worker import play_worker
-
 from dlzero.config import Config, config_to_dict
 from dlzero.data.hcpe3 import storage_error
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerAddress, start_server
 from dlzero.rundir import RunDir
+from dlzero.selfplay.bootstrap import ensure_best_model
+from dlzero.selfplay.parent import Collector, SelfplaySummary, split_evenly
+from dlzero.selfplay.worker import play_worker
 
 
 def import_ray() -> Any:

@@ -1,5 +1,5 @@
-"""G self-play games in lockstep: one `Search.run` per ply across all games, so every network call
-carries leaves from many games (dlshogi's design: no virtual loss needed, full batches).
+"""Self-play: G games in lockstep through `dlzero.play` (its driver, rules, openings and search player),
+plus what is self-play's own: playout caps, root noise, training targets and resignation.
 
 Per move (KataGo's playout cap randomization): with probability `full_search_prob` a full search
 (`playouts`, root Dirichlet noise if `noise`) whose visit counts are stored as a policy target;
@@ -13,11 +13,9 @@ integer pseudo-visits (round(pi' * 10 000), see `PSEUDO_VISITS`), and the move p
 search's choice (argmax g + logits + sigma(q) among the moves the halving left); the first
 `random_plies` plies sample from pi'^(1/temperature) instead, for variety.
 
-Game ends, checked at each root before searching, by `dlzero.game_end` with `selfplay_rules`:
-- repetition at the fourth occurrence: a draw (flag 0x4), or a loss for the side giving perpetual check;
-- no legal move: the side to move is mated and loses;
-- the side to move can declare (entering king, `search.entering_king_rule`): it wins (flag 0x8);
-- `board.move_number > max_moves`: draw (flag 0x10);
+Game ends: the rules of every game (`dlzero.play.play_rules` with `selfplay.max_moves`: sennichite at
+the fourth occurrence, mate, declaration, the move cap), checked at each root before searching, plus
+two of self-play's own:
 - a mate within `search.root_mate_depth` plies: the mating move is recorded (eval +30000, k = 0) and
   the game is adjudicated as a win for the mover, as dlshogi does, instead of playing it out;
 - resignation: the side to move resigns when its best win rate is below the resign threshold.
@@ -41,7 +39,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import cshogi
 import numpy as np
@@ -54,27 +51,27 @@ from dlzero.data.hcpe3 import (
     FLAG_REPETITION,
     RESULT_DRAW,
     WHITE_WIN,
-    GameRecord,
+    Hcpe3Game,
     MoveRecord,
 )
-from dlzero.errors import ConfigError, PositionError
-from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_REPETITION, GameRules, game_end
+from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_REPETITION, Verdict
 from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a FinishedGame may carry
 from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
+from dlzero.play import END_RESIGN as END_RESIGN  # re-exported too
+from dlzero.play import Game, SearchPlayer, play_lockstep, play_rules
+from dlzero.play.openings import load_openings
 from dlzero.position import parse_position
 from dlzero.search.gumbel import pseudo_visits
-from dlzero.search.mcts import Search, Tree
+from dlzero.search.mcts import Tree
 from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
-from dlzero.search.rules import find_mate
 from dlzero.search.target import pruned_visits
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 
-# how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary); the
-# rules' own reasons come from dlzero.game_end, these two are self-play's
+# how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary): the rules'
+# own reasons come from dlzero.game_end, resignation's from dlzero.play; this one is self-play's
 END_MATE_FOUND = "mate_found"
-END_RESIGN = "resign"
 
 
 def _win_for(colour: int) -> int:
@@ -85,7 +82,7 @@ def _win_for(colour: int) -> int:
 class FinishedGame:
     """A finished game as handed to `on_game_done`: the hcpe3 record plus how it ended."""
 
-    record: GameRecord
+    record: Hcpe3Game
     reason: str
     full_searches: int
     would_resign: int | None  # colour that would have resigned in a no-resign game, else None
@@ -98,41 +95,24 @@ class FinishedGame:
         return len(self.record.moves) - self.opening_plies
 
 
-@dataclass
-class SelfPlayGame:
-    """One game in progress: its search tree (which owns the board) and the record so far."""
+@dataclass(eq=False, kw_only=True)
+class SelfPlayGame(Game):
+    """One game in progress (`dlzero.play.Game`: the board, the search tree) and its hcpe3 record so far."""
 
-    tree: Tree
-    record: GameRecord
+    record: Hcpe3Game
     no_resign: bool
-    opening_plies: int = 0      # plies of the record that replay the opening line
     full: bool = False          # the current move gets a full search
     full_searches: int = 0
     would_resign: int | None = None
-    finished: FinishedGame | None = None
 
-    @property
-    def board(self) -> cshogi.Board:
-        return self.tree.board
-
-    @property
-    def ply(self) -> int:
-        """Plies from the record's start (the training ply of the current position)."""
-        return len(self.record.moves)
-
-    @property
-    def played(self) -> int:
-        """Plies self-play has played in this game (after the opening)."""
-        return self.ply - self.opening_plies
-
-    def finish(self, result: int, reason: str) -> None:
-        """Set the result byte and package the game for `on_game_done`."""
-        self.record.result = result
+    def finished(self) -> FinishedGame:
+        """The game for `on_game_done` (once `end` is set), its result byte set from how it ended."""
+        self.record.result = result_byte(self.end)
         fp = None
         if self.would_resign is not None:
-            fp = (result & 0x3) != _win_for(1 - self.would_resign)
-        self.finished = FinishedGame(self.record, reason, self.full_searches, self.would_resign, fp,
-                                     self.opening_plies)
+            fp = (self.record.result & 0x3) != _win_for(1 - self.would_resign)
+        return FinishedGame(self.record, self.end.reason, self.full_searches, self.would_resign, fp,
+                            self.opening_plies)
 
 
 @dataclass
@@ -198,36 +178,12 @@ class ResignController:
         return ctl
 
 
-def load_openings(path: str | Path) -> list[str]:
-    """The lines of an openings file, each checked with `parse_position` so a bad one fails now."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"selfplay.openings: file '{p}' does not exist")
-    lines = []
-    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("position "):
-            line = line[len("position "):]
-        try:
-            board = parse_position(line)
-        except PositionError as exc:
-            raise ConfigError(f"{p}:{n}: {exc}") from None
-        if board.is_game_over():
-            raise ConfigError(f"{p}:{n}: the opening ends in a finished game")
-        lines.append(line)
-    if not lines:
-        raise ConfigError(f"{p}: no openings in the file")
-    return lines
-
-
-def opening_record(board: cshogi.Board) -> GameRecord:
+def opening_record(board: cshogi.Board) -> Hcpe3Game:
     """A record starting where `board`'s history starts, its moves as replay-only plies (no targets)."""
     start = board.copy()
     for _ in range(len(board.history)):
         start.pop()
-    record = GameRecord.from_board(start)
+    record = Hcpe3Game.from_board(start)
     record.moves = [MoveRecord(cshogi.move16(m)) for m in board.history]
     return record
 
@@ -237,24 +193,14 @@ def selfplay_search_config(cfg: Config) -> SearchConfig:
     return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves))
 
 
-def selfplay_rules(cfg: Config) -> GameRules:
-    """The rules self-play games end by: sennichite at the fourth occurrence (the search already
-    scores the first recurrence as a draw, so play avoids it unless a draw is what it wants), the
-    self-play move cap, and the configured declaration rule."""
-    return GameRules(repetitions=3, max_moves=cfg.selfplay.max_moves, declaration=cfg.search.entering_king_rule)
-
-
 # a verdict's reason -> the hcpe3 flag stored with the result
 _RESULT_FLAGS = {END_REPETITION: FLAG_REPETITION, END_MAX_MOVES: FLAG_MAX_MOVES, END_DECLARATION: FLAG_NYUGYOKU}
 
 
-def end_of_game(board: cshogi.Board, cfg: Config) -> tuple[int, str] | None:
-    """(hcpe3 result byte, reason) if the game is over at `board`, by the rules alone."""
-    verdict = game_end(board, selfplay_rules(cfg))
-    if verdict is None:
-        return None
+def result_byte(verdict: Verdict) -> int:
+    """The hcpe3 result of a finished game: the winner (or a draw) and, for some reasons, a flag."""
     result = RESULT_DRAW if verdict.winner is None else _win_for(verdict.winner)
-    return result | _RESULT_FLAGS.get(verdict.reason, 0), verdict.reason
+    return result | _RESULT_FLAGS.get(verdict.reason, 0)
 
 
 def _candidates(tree: Tree, cfg: SearchConfig) -> np.ndarray:
@@ -299,6 +245,49 @@ def _move_winrate(tree: Tree, i: int) -> float:
     return root_winrate(tree)
 
 
+class SelfPlayer(SearchPlayer):
+    """The search as self-play plays it (`dlzero.play.SearchPlayer` plus what is self-play's own): a
+    found mate is recorded and adjudicated; each move gets a full search (noise, a policy target) or
+    a cheap one; the side to move resigns below `threshold()` unless the game is a no-resign one."""
+
+    def __init__(self, evaluator: Evaluator, cfg: Config, rng: np.random.Generator,
+                 threshold: Callable[[], float]) -> None:
+        super().__init__(evaluator, selfplay_search_config(cfg), cfg.selfplay.playouts, rng,
+                         leaves_per_tree=cfg.selfplay.leaves_per_tree, name="selfplay")
+        self.config = cfg
+        self.rng = rng
+        self.threshold = threshold
+
+    def mate_found(self, game: SelfPlayGame, move: int) -> int:
+        game.record.moves.append(MoveRecord(cshogi.move16(move), MAX_CP))
+        game.end = Verdict(game.board.turn, END_MATE_FOUND)
+        return move
+
+    def prepare(self, game: SelfPlayGame, tree: Tree) -> int:
+        sp = self.config.selfplay
+        game.full = self.rng.random() < sp.full_search_prob
+        tree.noise = game.full and sp.noise
+        if tree.noise:
+            self.search.add_root_noise(tree)  # a reused root is already expanded
+        return sp.playouts if game.full else sp.cheap_playouts
+
+    def pick(self, game: SelfPlayGame, tree: Tree) -> int | None:
+        """Resign, or record the chosen move with its eval and (full search) its policy target."""
+        resign_at = self.threshold()
+        turn = game.board.turn
+        if resign_at > 0 and root_winrate(tree) < resign_at:
+            if not game.no_resign:
+                return None
+            if game.would_resign is None:
+                game.would_resign = turn
+        i = _choose(tree, game.played, self.config, self.rng)
+        move = int(tree.root.moves[i])
+        cands = _candidates(tree, self.config.search) if game.full else np.zeros((0, 2), np.uint16)
+        game.full_searches += int(game.full)
+        game.record.moves.append(MoveRecord(cshogi.move16(move), winrate_to_cp(_move_winrate(tree, i)), cands))
+        return move
+
+
 def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Callable[[FinishedGame], None],
                rng: np.random.Generator, *, resign_threshold: Callable[[], float] | None = None,
                refresh: Callable[[], Evaluator | None] | None = None, max_steps: int | None = None,
@@ -312,92 +301,40 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
     dropped, which is what a killed worker loses too.
     """
     sp = cfg.selfplay
-    search = Search(evaluator, selfplay_search_config(cfg), rng)
+    player = SelfPlayer(evaluator, cfg, rng, resign_threshold or (lambda: sp.resign_threshold))
     openings = load_openings(sp.openings) if sp.openings else []
-    threshold = resign_threshold or (lambda: sp.resign_threshold)
     stats = PlayStats()
     started = 0
 
-    def new_game() -> SelfPlayGame:
+    def start() -> SelfPlayGame | None:
+        nonlocal started
+        if started >= n_games:
+            return None
+        started += 1
         board = parse_position(openings[rng.integers(len(openings))]) if openings else cshogi.Board()
         no_resign = rng.random() < sp.no_resign_fraction
-        return SelfPlayGame(Tree(board), opening_record(board), no_resign=no_resign,
-                            opening_plies=len(board.history))
+        return SelfPlayGame(board, opening_plies=len(board.history), record=opening_record(board),
+                            no_resign=no_resign)
 
-    slots: list[SelfPlayGame | None] = []
-    for _ in range(min(sp.games_in_parallel, n_games)):
-        slots.append(new_game())
-        started += 1
+    def on_end(game: SelfPlayGame) -> None:
+        stats.games += 1
+        stats.lengths.append(game.played)
+        if game.played > 0:  # nothing to train on in an opening that is already over
+            on_game_done(game.finished())
+        if refresh is not None and (new := refresh()) is not None:
+            player.search.evaluator = new
+            player.search.cache.clear()
 
-    start = time.perf_counter()
-    while any(g is not None for g in slots):
-        if (max_steps is not None and stats.steps >= max_steps) or (should_stop and should_stop()):
-            break
-        stats.steps += 1
-        searching: list[SelfPlayGame] = []
-        for game in slots:
-            if game is None:
-                continue
-            ended = end_of_game(game.board, cfg)
-            if ended is not None:
-                game.finish(*ended)
-                continue
-            mate = find_mate(game.board, search.cfg.root_mate_depth) if search.cfg.root_mate_depth else 0
-            if mate:
-                game.record.moves.append(MoveRecord(cshogi.move16(mate), MAX_CP))
-                game.board.push(mate)
-                game.finish(_win_for(1 - game.board.turn), END_MATE_FOUND)
-                continue
-            game.full = rng.random() < sp.full_search_prob
-            game.tree.noise = game.full and sp.noise
-            if game.tree.noise:
-                search.add_root_noise(game.tree)  # a reused root is already expanded
-            searching.append(game)
+    def stop(steps: int) -> bool:
+        return (max_steps is not None and steps >= max_steps) or (should_stop is not None and should_stop())
 
-        if searching:
-            search.run([g.tree for g in searching], [sp.playouts if g.full else sp.cheap_playouts for g in searching],
-                       leaves_per_tree=sp.leaves_per_tree)
-        resign_at = threshold()
-        for game in searching:
-            _play_move(game, cfg, rng, resign_at, search.cfg.reuse_tree)
-
-        for s, game in enumerate(slots):
-            if game is None or game.finished is None:
-                continue
-            stats.games += 1
-            stats.lengths.append(game.played)
-            if game.played > 0:  # nothing to train on in an opening that is already over
-                on_game_done(game.finished)
-            if refresh is not None and (new := refresh()) is not None:
-                search.evaluator = new
-                search.cache.clear()
-            slots[s] = None
-            if started < n_games:
-                slots[s] = new_game()
-                started += 1
-    stats.moves = sum(stats.lengths) + sum(g.played for g in slots if g is not None)
-    stats.seconds = time.perf_counter() - start
-    stats.eval_seconds = search.stats.eval_seconds
-    stats.evaluations = search.stats.evaluations
+    begin = time.perf_counter()
+    played = play_lockstep([player], start, on_end, play_rules(sp.max_moves, cfg.search.entering_king_rule),
+                           parallel=sp.games_in_parallel, reuse_trees=player.search.cfg.reuse_tree,
+                           fixed_slots=True, should_stop=stop)
+    stats.steps = played.steps
+    stats.moves = sum(stats.lengths) + sum(g.played for g in played.unfinished)
+    stats.seconds = time.perf_counter() - begin
+    stats.eval_seconds = player.search.stats.eval_seconds
+    stats.evaluations = player.search.stats.evaluations
     return stats
-
-
-def _play_move(game: SelfPlayGame, cfg: Config, rng: np.random.Generator, resign_at: float,
-               reuse: bool) -> None:
-    """After the search: resign, or record and play the chosen move."""
-    tree = game.tree
-    if not tree.root.expanded or len(tree.root.moves) == 0:
-        return  # settled by the rules at the next step
-    turn = game.board.turn
-    if resign_at > 0 and root_winrate(tree) < resign_at:
-        if not game.no_resign:
-            game.finish(_win_for(1 - turn), END_RESIGN)
-            return
-        if game.would_resign is None:
-            game.would_resign = turn
-    i = _choose(tree, game.played, cfg, rng)
-    move = int(tree.root.moves[i])
-    cands = _candidates(tree, cfg.search) if game.full else np.zeros((0, 2), np.uint16)
-    game.full_searches += int(game.full)
-    game.record.moves.append(MoveRecord(cshogi.move16(move), winrate_to_cp(_move_winrate(tree, i)), cands))
-    tree.advance(move, reuse)

@@ -28,14 +28,14 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from dlzero.selfplay.bootstrap import ensure_best_model
-from dlzero.selfplay.worker import STATE_FILE, PipeReporter, load_resign, process_main, shard_prefix
-
 from dlzero.config import Config, config_to_dict
 from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, StorageError, discard_uncommitted, read_sidecar, storage_error
 from dlzero.errors import DlzeroError
 from dlzero.inference.server import ModelSource, ServerProcess, default_devices, start_server
 from dlzero.rundir import RunDir
+from dlzero.runfiles import SELFPLAY_STATE
+from dlzero.selfplay.bootstrap import ensure_best_model
+from dlzero.selfplay.worker import PipeReporter, load_resign, process_main, shard_prefix
 
 
 @dataclass
@@ -160,9 +160,9 @@ class Collector:
 
     def _write_state(self) -> None:
         try:
-            self.rd.write_json(STATE_FILE, self.resign.to_dict())
+            self.rd.write_json(SELFPLAY_STATE, self.resign.to_dict())
         except OSError as exc:
-            fatal = storage_error(exc, self.rd.root / STATE_FILE)
+            fatal = storage_error(exc, self.rd.selfplay_state_path)
             if fatal is None:
                 raise
             self.fail(str(fatal))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dlzero.selfplay.parent import SelfplaySummary, run_local
-
 from dlzero.config import Config
 from dlzero.rundir import RunDir
+from dlzero.selfplay.parent import SelfplaySummary, run_local
 
 
 def run_selfplay(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,

@@ -32,7 +32,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
-from dlzero.selfplay.games import FinishedGame, ResignController, play_games
 
 from dlzero.config import Config, config_from_dict, dump_config
 from dlzero.data.hcpe3 import ShardWriter, StorageError, storage_error
@@ -40,9 +39,10 @@ from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.inference.remote import RemoteEvaluator
 from dlzero.inference.server import ServerAddress
-from dlzero.rundir import SELFPLAY_STATE, RunDir
+from dlzero.rundir import RunDir
+from dlzero.runfiles import SELFPLAY_STATE
+from dlzero.selfplay.games import FinishedGame, ResignController, play_games
 
-STATE_FILE = SELFPLAY_STATE
 EXIT_STORAGE = 74  # sysexits' EX_IOERR: what a worker process exits with when the disk refuses its shards
 
 
@@ -58,7 +58,7 @@ def shard_prefix(worker_id: int) -> str:
 
 def load_resign(rd: RunDir, cfg: Config) -> ResignController:
     sp = cfg.selfplay
-    return ResignController.from_dict(rd.read_json(STATE_FILE), sp.resign_threshold, sp.resign_fp_target)
+    return ResignController.from_dict(rd.read_json(SELFPLAY_STATE), sp.resign_threshold, sp.resign_fp_target)
 
 
 class Worker:

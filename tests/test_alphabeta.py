@@ -7,8 +7,9 @@ import random
 import cshogi
 import pytest
 
-from dlzero.gating.alphabeta import AlphaBeta, material, move_gain
-from dlzero.gating.sides import MoveChooser
+from dlzero.gating.alphabeta import AlphaBeta
+from dlzero.play import Game, MoveChooser
+from dlzero.play.material import material, move_gain
 
 HANGING_ROOK = "4k4/9/9/9/7r1/6G2/9/9/4K4 b - 1"        # Gx2e wins a rook for nothing
 MATE_IN_ONE = "4k4/9/4P4/9/9/9/9/9/4K4 b G 1"          # G*5b, guarded by the pawn
@@ -70,8 +71,8 @@ PINNED_LINES = {
 def test_deterministic_and_a_move_chooser():
     chooser = AlphaBeta(300)
     assert isinstance(chooser, MoveChooser) and chooser.name == "alphabeta:300"
-    boards = [cshogi.Board(HANGING_ROOK), cshogi.Board(), cshogi.Board(AVOID_MATE)]
-    assert chooser.choose(boards) == AlphaBeta(300).choose(boards)
+    games = [Game(cshogi.Board(HANGING_ROOK)), Game(cshogi.Board()), Game(cshogi.Board(AVOID_MATE))]
+    assert chooser.choose(games) == AlphaBeta(300).choose(games) == [AlphaBeta(300).best_move(g.board) for g in games]
     with pytest.raises(ValueError):
         AlphaBeta(0)
 

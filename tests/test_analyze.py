@@ -126,6 +126,28 @@ def test_clear_cache_empties_the_evaluation_cache_and_priorities_go_per_turn():
     assert bad[0]["field"] == "priorities"
 
 
+def test_typed_tasks_answer_as_the_json_query_does():
+    """review and the dashboard build tasks from Python values and get typed results; written out, those
+    are the protocol's answers to the same query (timings aside)."""
+    from dlzero.analysis_query import QueryError
+
+    def untimed(answer: dict) -> dict:
+        return {k: v for k, v in answer.items() if k not in ("time_ms", "nps")}
+
+    mate = "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1"
+    for position, moves, turns in (("startpos", ["7g7f", "3c3d"], [0, 2]), (mate, [], [0])):
+        query = {"id": 7, "position": position, "moves": moves, "analyzeTurns": turns, "maxVisits": 24, "multipv": 2}
+        by_json = AnalysisEngine(NullEvaluator(), Config(), playouts=50).answer([json.dumps(query)])
+        engine = AnalysisEngine(NullEvaluator(), Config(), playouts=50)
+        results = engine.analyse(engine.reader.game_tasks(position, moves, turns, 24, multipv=2, task_id=7))
+        assert [r.task.turn for r in results] == turns and all(r.analysis is not None for r in results)
+        assert [untimed(r.to_answer()) for r in results] == [untimed(a) for a in by_json]
+    assert results[0].analysis.mate == 1 and results[0].move_infos[0].move == "G*5b"
+    with pytest.raises(QueryError) as err:
+        engine.reader.game_tasks("startpos", ["7g7f", "7g7f"], [2], 24)
+    assert err.value.field == "moves"
+
+
 # ---------------------------------------------------------------- the real command
 
 

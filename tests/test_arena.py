@@ -10,11 +10,13 @@ import pytest
 from dlzero.config import Config, ModelConfig
 from dlzero.engine.player import Player
 from dlzero.engine.timeman import Limits
-from dlzero.gating.arena import GameRecord, append_rating, game_end, load_openings, play_match
-from dlzero.gating.openings import position_key
+from dlzero.game_end import Verdict, game_end
+from dlzero.gating.arena import MatchGame, append_rating, play_match
 from dlzero.gating.sprt import pair_llr
 from dlzero.inference import NullEvaluator, load_model
 from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.play import play_rules
+from dlzero.play.openings import load_openings, position_key
 from dlzero.position import parse_position
 from dlzero.search import Search
 
@@ -167,15 +169,16 @@ def test_random_vs_random_plays_to_real_endings():
 
 
 def test_game_end_rules():
+    rules = play_rules(320, "27")
     mated = cshogi.Board("4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")
-    assert game_end(mated, 320) == (cshogi.BLACK, "mate")
+    assert game_end(mated, rules) == Verdict(cshogi.BLACK, "mate")
     once = parse_position("startpos moves 5i5h 5a5b 5h5i 5b5a")
-    assert game_end(once, 320) is None  # the second occurrence: play on (sennichite is the fourth)
+    assert game_end(once, rules) is None  # the second occurrence: play on (sennichite is the fourth)
     rep = parse_position("startpos moves" + " 5i5h 5a5b 5h5i 5b5a" * 3)
-    assert game_end(rep, 320) == (None, "repetition")
+    assert game_end(rep, rules) == Verdict(None, "repetition")
     long = parse_position("startpos moves 7g7f 3c3d")
-    assert game_end(long, 2) == (None, "max_moves")
-    assert game_end(long, 320) is None
+    assert game_end(long, play_rules(2, "27")) == Verdict(None, "max_moves")
+    assert game_end(long, rules) is None
 
 
 @pytest.mark.parametrize("reason,winner,code,win", [
@@ -187,7 +190,7 @@ def test_game_end_rules():
 ])
 def test_csa_end_codes(reason, winner, code, win):
     board = parse_position("startpos moves 7g7f 3c3d")
-    game = GameRecord(0, True, cshogi.STARTING_SFEN, 2, list(board.history), winner, reason)
+    game = MatchGame(0, True, cshogi.STARTING_SFEN, 2, list(board.history), winner, reason)
     text = game.csa()
     assert code in text
     assert cshogi.CSA.Parser.parse_str(text)[0].win == win
@@ -218,8 +221,8 @@ class _FirstMove:
     def __init__(self, resign_at: int = 10_000) -> None:
         self.resign_at = resign_at
 
-    def choose(self, boards):
-        return [None if len(b.history) >= self.resign_at else next(iter(b.legal_moves)) for b in boards]
+    def choose(self, games):
+        return [None if len(g.board.history) >= self.resign_at else next(iter(g.board.legal_moves)) for g in games]
 
 
 def test_move_chooser_sides_play_and_resign():

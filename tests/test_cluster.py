@@ -83,8 +83,9 @@ def test_lost_nodes_have_their_games_replayed_on_another(tmp_path, capfd):
     Before, the workers' message queue was an actor that Ray placed on a worker node, so losing
     that node ended the whole session with an ActorDiedError."""
     import ray
-    from dlzero.selfplay.cluster import run_selfplay_ray
     from ray.cluster_utils import Cluster
+
+    from dlzero.selfplay.cluster import run_selfplay_ray
 
     games, workers = 10, 2
     cluster = Cluster(initialize_head=True, head_node_args={

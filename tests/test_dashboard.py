@@ -138,6 +138,17 @@ def test_state_matches_the_runs_files(loop_run):
     assert [p["generation"] for p in state["strength"]["points"]] == [0] + [int(r["generation"]) for r in ratings]
     for point, row in zip(state["strength"]["points"][1:], ratings, strict=True):
         assert point["status"] == ("promoted" if row["promoted"] == "1" else "rejected")
+    # the page and progress.png draw one chain (dlzero.gating.chain)
+    from dlzero.gating.chain import read_gates
+    from dlzero.progress.plots import chain_series
+
+    promoted, rejected = chain_series(read_gates(loop_run / "metrics" / "ratings.csv"))
+    assert sorted((p["generation"], p["elo"]) for p in state["strength"]["points"]) == sorted(promoted + rejected)
+    # the training charts need only columns that metrics.csv has
+    from dlzero.dashboard.runview import TRAIN_CHART
+    from dlzero.runfiles import TRAIN_COLUMNS
+
+    assert set(TRAIN_CHART) <= set(TRAIN_COLUMNS)
     with open(loop_run / "metrics" / "metrics.csv", newline="") as fh:
         steps = [float(r["step"]) for r in csv.DictReader(fh)]
     assert [r["step"] for r in state["training"]] == steps

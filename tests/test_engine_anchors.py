@@ -24,7 +24,7 @@ from dlzero.config import load_config, parse_anchor
 from dlzero.errors import ConfigError
 from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
 from dlzero.gating.arena import play_match
-from dlzero.gating.rating import load_batches, rating_dir
+from dlzero.gating.rating import load_batches
 from dlzero.gating.usi_client import Go, UsiEngine, UsiEngineError, position_command
 from dlzero.rundir import RunDir
 
@@ -209,7 +209,7 @@ def test_fake_engine_anchor_is_rated_against_random_through_dlzero_rate(fake_eng
     assert name in capsys.readouterr().out
     [(file, batch)], problems = load_batches(rd)
     assert problems == [] and set(batch.players) == {"random", name}
-    assert file.parent == rating_dir(rd) and " " not in file.name  # the path's slashes and spaces made safe
+    assert file.parent == rd.rating_dir and " " not in file.name  # the path's slashes and spaces made safe
     for game in batch.games:  # the fake engine's every move is the first legal one in USI order
         board = cshogi.Board(game["start_sfen"])
         moves = game["moves"].split()

@@ -231,21 +231,20 @@ def test_training_skips_a_shard_with_a_flipped_bit(tmp_path, caplog):
 
 @pytest.fixture(scope="module")
 def healthy_run(tmp_path_factory) -> Path:
-    """A small run written by dlzero's own writers: two generations (best: 1) with an ONNX export,
-    shards from ShardWriter, metrics.csv, ratings.csv, loop.json and selfplay_state.json."""
-    from dlzero.train.metrics import MetricsLog
-
+    """A small run written by dlzero's own writers: two generations (best: 1) with an ONNX export beside
+    its model, shards from ShardWriter, metrics.csv, ratings.csv, loop.json and selfplay_state.json."""
     from dlzero.gating.arena import append_rating
     from dlzero.loop import LoopState
     from dlzero.model.checkpoint import ModelMetadata, new_model, save_model
     from dlzero.model.export import export_onnx
+    from dlzero.train.meters import MetricsLog
 
     cfg = load_config(None, TINY)
     rd = RunDir.create(tmp_path_factory.mktemp("doctor") / "run", cfg)
     for gen in (0, 1):
         model = new_model(cfg.model, seed=gen)
         save_model(model, rd.model_path(gen), ModelMetadata(generation=gen))
-    export_onnx(model, rd.onnx_path(1), ModelMetadata(generation=1))
+    export_onnx(model, _onnx_export(rd), ModelMetadata(generation=1))
     rd.set_best(1, "test")
     rng = random.Random(7)
     for gen in (0, 1):
@@ -256,11 +255,16 @@ def healthy_run(tmp_path_factory) -> Path:
     for step in (10, 20):
         log.write({"step": step, "generation": 1, "samples": 320.0, "policy_loss": 5.0, "value_loss": 0.7})
     log.tb.close()
-    append_rating(rd.metrics_dir / "ratings.csv", {"generation": 1, "opponent": 0, "games": 10, "wins": 6,
-                                                   "draws": 0, "losses": 4, "decision": "accept", "promoted": 1})
+    append_rating(rd.ratings_csv, {"generation": 1, "opponent": 0, "games": 10, "wins": 6, "draws": 0, "losses": 4,
+                                   "decision": "accept", "promoted": 1})
     LoopState(iteration=1, phase="selfplay").save(rd)
-    rd.write_json("selfplay_state.json", {"threshold": 0.0})
+    rd.write_json(rd.selfplay_state_path.name, {"threshold": 0.0})
     return rd.root
+
+
+def _onnx_export(rd: RunDir) -> Path:
+    """Where the healthy run keeps generation 1's ONNX export: beside its model, as `dlzero export` would."""
+    return rd.model_path(1).with_suffix(".onnx")
 
 
 def _copy(run: Path, tmp_path: Path) -> RunDir:
@@ -322,7 +326,7 @@ def _truncated_model(rd: RunDir) -> Path:
 
 
 def _corrupt_onnx(rd: RunDir) -> Path:
-    path = rd.onnx_path(1)
+    path = _onnx_export(rd)
     path.write_bytes(path.read_bytes()[:-500])
     return path
 

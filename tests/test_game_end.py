@@ -1,23 +1,24 @@
-"""The game-end rules, once (`dlzero.game_end`), and the four callers that use them.
+"""The game-end rules, once (`dlzero.game_end`), and the three callers that use them.
 
-The same positions go through the search leaf (`leaf_result`), self-play (`end_of_game`), the
-arena (`game_end`) and the engine (`root_checks`); where their rules agree they must agree on the
-verdict, and where they differ by design (repetition count, move cap) the difference is asserted.
+The same positions go through the search leaf (`leaf_result`), every game played (self-play and
+matches: `dlzero.play.play_rules`, with self-play's hcpe3 `result_byte`) and the engine
+(`root_checks`); where their rules agree they must agree on the verdict, and where they differ by
+design (repetition count, move cap) the difference is asserted.
 """
 
 from __future__ import annotations
 
 import cshogi
 import pytest
-from dlzero.selfplay.games import end_of_game
 
-from dlzero.config import Config, SearchConfig
+from dlzero.config import SearchConfig
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, FLAG_NYUGYOKU, FLAG_REPETITION, RESULT_DRAW, WHITE_WIN
 from dlzero.engine.player import root_checks
 from dlzero.game_end import GameRules, Verdict, can_declare, earlier_occurrences, game_end, leaf_value
-from dlzero.gating.arena import game_end as arena_game_end
+from dlzero.play import play_rules
 from dlzero.position import parse_position
 from dlzero.search.rules import leaf_result
+from dlzero.selfplay.games import result_byte
 
 B, W = cshogi.BLACK, cshogi.WHITE
 CYCLE = " 5i5h 5a5b 5h5i 5b5a"  # both kings step out and back: the start position again
@@ -52,12 +53,6 @@ def _search_cfg(rule: str = "27") -> SearchConfig:
                         draw_value_white=DRAW_WHITE, entering_king_rule=rule)
 
 
-def _selfplay_cfg() -> Config:
-    cfg = Config()
-    cfg.selfplay.max_moves = MAX_MOVES
-    return cfg
-
-
 def _expected_value(verdict: Verdict | None, board: cshogi.Board) -> float | None:
     """A verdict as the search must score it, worked out here independently of the module."""
     if verdict is None:
@@ -76,18 +71,14 @@ def test_four_callers_agree(name: str, position: str, game: Verdict | None, leaf
     # search leaf: the first repetition already ends the line
     assert leaf_result(board, _search_cfg(), n_legal) == _expected_value(leaf, board)
 
-    # self-play and the arena: sennichite rules, the same move cap
-    ended = end_of_game(board, _selfplay_cfg())
-    arena = arena_game_end(board, MAX_MOVES)
-    if game is None:
-        assert ended is None and arena is None
-    else:
-        assert arena == (game.winner, game.reason)
-        result, reason = ended
-        assert reason == game.reason
+    # every game played (self-play and matches): sennichite rules, the move cap; self-play stores the
+    # verdict as an hcpe3 result byte
+    played = game_end(board, play_rules(MAX_MOVES, "27"))
+    assert played == game
+    if game is not None:
         win = {None: RESULT_DRAW, B: BLACK_WIN, W: WHITE_WIN}[game.winner]
         flag = {"repetition": FLAG_REPETITION, "max_moves": FLAG_MAX_MOVES, "declaration": FLAG_NYUGYOKU}
-        assert result == win | flag.get(game.reason, 0)
+        assert result_byte(played) == win | flag.get(game.reason, 0)
 
     # engine: repetition and the move cap are the GUI's; mate and declaration are its own
     settled = root_checks(board, 0)
@@ -114,10 +105,7 @@ def test_declaration_rules_by_points() -> None:
     # the rule reaches every caller through the config
     assert leaf_result(black_30, _search_cfg("24"), 1) is None
     assert leaf_result(black_30, _search_cfg("27"), 1) == 1.0
-    cfg = _selfplay_cfg()
-    cfg.search.entering_king_rule = "24"
-    assert end_of_game(black_30, cfg) is None
-    assert arena_game_end(black_30, MAX_MOVES, "24") is None
+    assert game_end(black_30, play_rules(MAX_MOVES, "24")) is None
     assert root_checks(black_30, 0, "24") is None and root_checks(black_30, 0).bestmove == "win"
 
 
@@ -133,7 +121,7 @@ def test_superior_repetition_is_a_search_shortcut_only() -> None:
     assert game_end(board, GameRules(superior_repetition=True)) == Verdict(W, "superior_repetition")
     assert leaf_result(board, _search_cfg(), 1) == 1.0
     assert game_end(board, GameRules(repetitions=1)) is None  # not a rule of the game
-    assert end_of_game(board, _selfplay_cfg()) is None and arena_game_end(board, MAX_MOVES) is None
+    assert game_end(board, play_rules(MAX_MOVES, "27")) is None
 
 
 def test_repetition_count_and_off_switch() -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-import dlzero.selfplay.bootstrap
-import dlzero.selfplay.session
-import dlzero.train.generation
 import pytest
 
 import dlzero.gating.promotion
-import dlzero.metrics.plots
+import dlzero.progress.plots
+import dlzero.selfplay.bootstrap
+import dlzero.selfplay.session
+import dlzero.train.generation
 from dlzero.config import gate_interval, load_config
 from dlzero.errors import ConfigError
 from dlzero.loop import gate_due, run_loop
@@ -71,7 +71,7 @@ def test_loop_gates_by_mode(tmp_path, monkeypatch, mode, gated, best):
     monkeypatch.setattr(dlzero.selfplay.session, "run_selfplay", play)
     monkeypatch.setattr(dlzero.train.generation, "train_generation", train_gen)
     monkeypatch.setattr(dlzero.gating.promotion, "gate_and_promote", gate)
-    monkeypatch.setattr(dlzero.metrics.plots, "plot_progress", lambda rd_: None)
+    monkeypatch.setattr(dlzero.progress.plots, "plot_progress", lambda rd_: None)
 
     run_loop(rd, cfg, 4, progress=False)
     assert calls == gated

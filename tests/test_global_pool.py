@@ -7,7 +7,6 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from dlzero.train.checkpoint import load_checkpoint, save_checkpoint
 from nets import perturbed_model
 
 from dlzero.config import ConfigError, InferenceConfig, ModelConfig, load_config
@@ -19,6 +18,7 @@ from dlzero.model.blocks import GlobalPoolBlock, pooled_channels
 from dlzero.model.checkpoint import ModelMetadata
 from dlzero.model.export import export_onnx
 from dlzero.model.resnet import ResidualBlock
+from dlzero.train.checkpoint import load_checkpoint, save_checkpoint
 
 POOLED = ModelConfig(blocks=2, channels=16, value_channels=2, value_fc=32, global_pool_blocks=[1])
 PLAIN = ModelConfig(blocks=2, channels=16, value_channels=2, value_fc=32)

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from dlzero.selfplay.games import FinishedGame, play_games
 from test_search import HashEvaluator
 from test_selfplay import check_game, tiny_config, tiny_evaluator
 
@@ -37,6 +36,7 @@ from dlzero.search.gumbel import (
     top_k,
     transformed_q,
 )
+from dlzero.selfplay.games import FinishedGame, play_games
 
 PAPER = GumbelParams(c_visit=50.0, c_scale=1.0)
 

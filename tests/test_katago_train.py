@@ -12,21 +12,21 @@ import numpy as np
 import pytest
 import torch
 from cshogi.dlshogi import make_move_label
+from test_train import make_run, random_game, tiny_config
+
+from dlzero.data.hcpe import HCPE_DTYPE
+from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord
+from dlzero.model import PolicyValueNet, load_model_file, new_model
 from dlzero.train.buffer import BatchDecoder, PositionBuffer
 from dlzero.train.dataset import buffer_from_games, buffer_from_hcpe
 from dlzero.train.reply import reply_loss
 from dlzero.train.surprise import policy_surprise, surprise_weights
 from dlzero.train.trainer import Trainer, policy_loss, value_loss
-from test_train import make_run, random_game, tiny_config
-
-from dlzero.data.hcpe import HCPE_DTYPE
-from dlzero.data.hcpe3 import GameRecord, MoveRecord
-from dlzero.model import PolicyValueNet, load_model_file, new_model
 
 CPU = torch.device("cpu")
 
 
-def _oracle_replies(games: list[GameRecord]) -> list[int]:
+def _oracle_replies(games: list[Hcpe3Game]) -> list[int]:
     """For each training ply (visit counts > 0), cshogi's label of the next move from its mover's side, or -1."""
     out = []
     for game in games:
@@ -45,7 +45,7 @@ def _oracle_replies(games: list[GameRecord]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def games() -> list[GameRecord]:
+def games() -> list[Hcpe3Game]:
     rng = random.Random(11)
     return [random_game(rng, max_ply=rng.randint(20, 50)) for _ in range(6)]
 
@@ -76,7 +76,7 @@ def test_reply_target_survives_subset_concat_and_decode(buf):
 
 def test_game_ending_before_a_reply_and_hcpe_have_no_reply():
     board = cshogi.Board()
-    game = GameRecord.from_board(board)
+    game = Hcpe3Game.from_board(board)
     first = next(iter(board.legal_moves))
     game.moves.append(MoveRecord(first & 0xFFFF, 0, np.array([[first & 0xFFFF, 10]], np.uint16)))
     assert buffer_from_games([game], 0.0).reply.tolist() == [-1]

@@ -7,14 +7,17 @@ layers below, never above:
     foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config
-    storage      dlzero.data, dlzero.rundir, dlzero.runlock      (file formats, the run directory's API)
+    storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock  (file formats; the run
+                 directory's file names and columns, and its API)
     encoding     dlzero.encoding
     model        dlzero.model
     inference    dlzero.inference
     search       dlzero.search
     engine       dlzero.engine, dlzero.usi, dlzero.analysis, dlzero.analysis_query, dlzero.review
-    gating       dlzero.gating                                   (arena, openings, SPRT, promotion, match sides)
-    stages       dlzero.selfplay, dlzero.train, dlzero.teacher, dlzero.metrics (self-play, training and
+    play         dlzero.play                                     (every game: the lockstep driver, players,
+                                                                  rules profile, openings)
+    gating       dlzero.gating                                   (matches, SPRT, promotion, ratings, anchors)
+    stages       dlzero.selfplay, dlzero.train, dlzero.teacher, dlzero.progress (self-play, training and
                  teacher: none imports another; selfplay/ and train/ install as dlzero.selfplay, dlzero.train)
     wiring       dlzero.loop, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard, dlzero.doctor,
                  dlzero.usi.__main__, and the package itself (`dlzero/__init__.py`, the public facade)
@@ -37,14 +40,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config",)),
-    ("storage", ("dlzero.data", "dlzero.rundir", "dlzero.runlock")),
+    ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock")),
     ("encoding", ("dlzero.encoding",)),
     ("model", ("dlzero.model",)),
     ("inference", ("dlzero.inference",)),
     ("search", ("dlzero.search",)),
     ("engine", ("dlzero.engine", "dlzero.usi", "dlzero.analysis", "dlzero.analysis_query", "dlzero.review")),
+    ("play", ("dlzero.play",)),
     ("gating", ("dlzero.gating",)),
-    ("stages", ("dlzero.selfplay", "dlzero.train", "dlzero.teacher", "dlzero.metrics")),
+    ("stages", ("dlzero.selfplay", "dlzero.train", "dlzero.teacher", "dlzero.progress")),
     ("wiring", ("dlzero.loop", "dlzero.commands", "dlzero.cli", "dlzero.bench", "dlzero.dashboard",
                 "dlzero.doctor", "dlzero.usi.__main__")),
 ]
@@ -198,11 +202,12 @@ def test_the_checks_can_fail():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _layer("dlzero.search.mcts") < _layer("dlzero.selfplay.games") < _layer("dlzero.commands.selfplay")
-    assert _layer("dlzero.gating.sides") < _layer("dlzero.selfplay.worker")
+    assert _layer("dlzero.search.mcts") < _layer("dlzero.play.driver") < _layer("dlzero.gating.arena")
+    assert _layer("dlzero.play.game") < _layer("dlzero.selfplay.worker")
     assert _layer("dlzero.usi.__main__") == len(LAYERS) - 1 and _layer("dlzero.usi.protocol") < len(LAYERS) - 1
     assert _owner("dlzero.search._puct.select") == "dlzero.search._puct"  # the extension, not its package
     assert _peer("dlzero.teacher.usi", SEPARATE["stages"]) == "dlzero.teacher"
-    assert _peer("dlzero.metrics", SEPARATE["stages"]) is None
+    assert _peer("dlzero.progress", SEPARATE["stages"]) is None
 
 
 @pytest.mark.parametrize("module", ["dlzero.search.mcts", "dlzero.selfplay.games", "dlzero.commands.selfplay"])

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlzero.metrics.timeline import shares
+from dlzero.progress.timeline import shares
 
 TINY = ["--set", "model.blocks=1", "--set", "model.channels=16", "--set", "selfplay.playouts=12",
         "--set", "selfplay.cheap_playouts=4", "--set", "selfplay.max_moves=60", "--set", "selfplay.workers=1",

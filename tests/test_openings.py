@@ -9,19 +9,19 @@ import pytest
 from dlzero.cli import main
 from dlzero.config import ModelConfig, SearchConfig
 from dlzero.errors import ConfigError
-from dlzero.gating.openings import (
+from dlzero.inference import load_model
+from dlzero.model import new_model, save_model
+from dlzero.play.material import SUITE_VALUES, material
+from dlzero.play.openings import (
     SuiteSettings,
     generate_suite,
     is_balanced,
     load_openings,
     match_starts,
-    material,
     material_balance,
     network_policy,
     position_key,
 )
-from dlzero.inference import load_model
-from dlzero.model import new_model, save_model
 from dlzero.position import parse_position
 from dlzero.search import Search
 
@@ -36,9 +36,10 @@ def test_shipped_suite_is_large_distinct_and_balanced():
 
 
 def test_material_and_balance_by_hand():
-    assert material(cshogi.Board()) == 0.0
-    assert material(cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 b GR2p 1")) == 6 + 10 - 2
-    assert material(cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 w GR2p 1")) == -(6 + 10 - 2)
+    """Material in centipawns by the suite's values (gold 600, rook 1000), the balance in pawns."""
+    assert material(cshogi.Board(), SUITE_VALUES) == 0
+    assert material(cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 b GR2p 1"), SUITE_VALUES) == 600 + 1000 - 200
+    assert material(cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 w GR2p 1"), SUITE_VALUES) == -(600 + 1000 - 200)
     assert material_balance(parse_position("startpos moves 7g7f 3c3d 8h2b+")) == 0.0  # 3a2b takes back
     # White's bishop went to 7g unprotected: 8h takes the horse (10) and gains a bishop in hand (8)
     hung = parse_position("startpos moves 7g7f 3c3d 2h7h 2b7g+")

@@ -12,9 +12,6 @@ from __future__ import annotations
 import cshogi
 import numpy as np
 import pytest
-from dlzero.selfplay.games import FinishedGame, play_games
-from dlzero.train.buffer import BatchDecoder
-from dlzero.train.dataset import buffer_from_games
 
 from dlzero.config import load_config
 from dlzero.data.hcpe3 import ShardWriter, read_hcpe3
@@ -23,6 +20,9 @@ from dlzero.encoding.features import PLANE_LAST_TO, PLANE_PROGRESS, PLANE_REPETI
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.selfplay.games import FinishedGame, play_games
+from dlzero.train.buffer import BatchDecoder
+from dlzero.train.dataset import buffer_from_games
 
 # the king steps out and back twice: the final position is the start position's third occurrence
 REPEATING = "startpos moves 5i5h 5a5b 5h5i 5b5a 5i5h 5a5b 5h5i 5b5a"

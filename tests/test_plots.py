@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dlzero.config import Config
-from dlzero.metrics.plots import anchored_series, elo_chain, loss_series, plot_progress
+from dlzero.gating.chain import Chained, Gate, gate_chain, gate_of, read_gates
+from dlzero.progress.plots import anchored_series, chain_series, loss_series, plot_progress
 from dlzero.rundir import RunDir
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -16,17 +17,22 @@ generation,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high,llr,decis
 """
 
 
-def test_elo_chain_sums_accepted_gates():
-    import csv
-    import io
-
-    best, rejected = elo_chain(list(csv.DictReader(io.StringIO(RATINGS))))
-    assert best == {0: 0.0, 1: 100.0, 3: 150.0}
-    assert rejected == [(2, 80.0)]
-    # files without a promoted column fall back to the SPRT decision
-    best, rejected = elo_chain([{"generation": "1", "opponent": "0", "elo": "30", "decision": "accept"},
-                                {"generation": "2", "opponent": "1", "elo": "x", "decision": "reject"}])
-    assert best == {0: 0.0, 1: 30.0} and rejected == []
+def test_gate_chain_sums_promoted_gates(tmp_path):
+    path = tmp_path / "ratings.csv"
+    path.write_text(RATINGS)
+    gates = read_gates(path)
+    assert gates[1] == Gate(2, 1, -20.0, -80.0, 40.0, promoted=False)
+    assert gate_chain(gates) == [Chained(100.0, 50.0, 150.0), Chained(80.0, 20.0, 140.0),
+                                 Chained(150.0, 100.0, 200.0)]
+    assert chain_series(gates) == ([(0, 0.0), (1, 100.0), (3, 150.0)], [(2, 80.0)])
+    # files without a promoted column fall back to the SPRT decision; a row without an Elo is skipped
+    rows = [{"generation": "1", "opponent": "0", "elo": "30", "decision": "accept"},
+            {"generation": "2", "opponent": "1", "elo": "x", "decision": "reject"}]
+    gates = [g for row in rows if (g := gate_of(row)) is not None]
+    assert chain_series(gates) == ([(0, 0.0), (1, 30.0)], [])
+    # a gate against a generation promoted without a match (gate.mode every-N) has no place on the chain
+    gates = [Gate(4, 3, 50.0, 0.0, 100.0, True), Gate(5, 4, 10.0, -40.0, 60.0, True)]
+    assert gate_chain(gates) == [None, None] and chain_series(gates) == ([], [])
 
 
 def test_loss_series_tolerates_missing_cells():

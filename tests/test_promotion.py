@@ -15,9 +15,9 @@ from dlzero.commands import gate, match
 from dlzero.config import Config, ModelConfig
 from dlzero.errors import RunDirError
 from dlzero.gating.arena import MatchResult
-from dlzero.gating.openings import position_key
 from dlzero.gating.promotion import gate_and_promote
 from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.play.openings import position_key
 from dlzero.rundir import RunDir
 
 

@@ -14,18 +14,18 @@ from dlzero.config import load_config
 from dlzero.gating.anchors import RandomMover, parse_engine
 from dlzero.gating.arena import play_match
 from dlzero.gating.rating import (
-    ELO_COLUMNS,
     fit_run,
     load_batches,
     plan_pairings,
     promoted_generations,
     rate,
-    rating_dir,
     select_generations,
 )
 from dlzero.gating.usi_opponent import UsiEngineError, UsiOpponent
 from dlzero.model import ModelMetadata, new_model, save_model
+from dlzero.play import Game
 from dlzero.rundir import RunDir
+from dlzero.runfiles import ELO_COLUMNS
 
 SMALL = ["model.blocks=1", "model.channels=16", "inference.threads=1", "gate.max_moves=40", "rate.games=2",
          "rate.playouts=4", "rate.anchors=[random,alphabeta:100,gen-0000]"]
@@ -101,9 +101,9 @@ def test_corrupt_file_is_reported_and_the_rest_still_counts(run):
     rd, cfg = run
     rate(rd, cfg, [0], progress=False)
     good = fit_run(rd, cfg)
-    bad = rating_dir(rd) / "zz-broken.json"
+    bad = rd.rating_dir / "zz-broken.json"
     bad.write_text('{"format": "dlzero-rating-games", "version": 1, "players": ["a"')
-    other = rating_dir(rd) / "zz-wrong.json"
+    other = rd.rating_dir / "zz-wrong.json"
     other.write_text(json.dumps({"format": "dlzero-rating-games", "version": 1, "players": ["x", "random"],
                                  "settings": {}, "games": [{"black": "x", "white": "y", "winner": "black"}]}))
     report = fit_run(rd, cfg)
@@ -133,6 +133,13 @@ def test_cli_json_and_table(run, capsys):
     assert main(args + ["--fit-only"]) == 0
     out = capsys.readouterr().out
     assert "random" in out and "(pinned)" in out and "gen-0001" in out
+    # the one-config rule of every --run command: flags land in the run's config.yaml, --config is ignored
+    other = rd.root.parent / "other.yaml"
+    other.write_text("rate:\n  games: 9\n")
+    assert main(["rate", "--run", str(rd.root), "--fit-only", "--sample", "3", "--config", str(other)]) == 0
+    assert "using its config.yaml" in capsys.readouterr().err
+    saved = RunDir.open(rd.root).config().rate
+    assert (saved.sample, saved.games, saved.playouts) == (3, 2, 4)
 
 
 def test_pairings_and_model_selection(run):
@@ -191,7 +198,7 @@ def test_outside_engine_failures_are_clear():
         UsiOpponent("nope", "/nonexistent/engine").start()
     dead = UsiOpponent("dead", f"{sys.executable} -c \"import sys; print('boom', file=sys.stderr)\"", timeout_s=10)
     with pytest.raises(UsiEngineError, match="dead.*exited.*boom"):
-        dead.choose([cshogi.Board()])
+        dead.choose([Game(cshogi.Board())])
     dead.close()
     mute = UsiOpponent("mute", f"{sys.executable} -c \"import time; time.sleep(30)\"", timeout_s=0.5)
     with pytest.raises(UsiEngineError, match="no 'usiok' within 0.5 s"):
@@ -200,11 +207,11 @@ def test_outside_engine_failures_are_clear():
 
 
 def test_random_mover_is_seeded_and_legal():
-    boards = [cshogi.Board(), cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 b R 1")]
-    first = [RandomMover(3).choose(boards) for _ in range(2)]
+    games = [Game(cshogi.Board()), Game(cshogi.Board("4k4/9/9/9/9/9/9/9/4K4 b R 1"))]
+    first = [RandomMover(3).choose(games) for _ in range(2)]
     assert first[0] == first[1]
-    assert all(b.is_legal(m) for b, m in zip(boards, first[0], strict=True))
+    assert all(g.board.is_legal(m) for g, m in zip(games, first[0], strict=True))
     mated = cshogi.Board("4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")
-    assert not list(mated.legal_moves) and RandomMover().choose([mated]) == [None]
-    picks = {RandomMover(s).choose([cshogi.Board()])[0] for s in range(20)}
+    assert not list(mated.legal_moves) and RandomMover().choose([Game(mated)]) == [None]
+    picks = {RandomMover(s).choose([Game(cshogi.Board())])[0] for s in range(20)}
     assert len(picks) > 5  # it really varies with the seed

@@ -16,11 +16,6 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
-from dlzero.selfplay.bootstrap import ensure_best_model
-from dlzero.selfplay.games import FinishedGame, ResignController, play_games
-from dlzero.selfplay.parent import gather
-from dlzero.selfplay.session import run_selfplay
-from dlzero.selfplay.worker import Worker
 from killers import ShardKiller, assert_restarted_once, report_and_exit, report_then_die_mid_message
 
 from dlzero.config import Config, load_config
@@ -38,6 +33,11 @@ from dlzero.data.hcpe3 import (
 from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
+from dlzero.selfplay.bootstrap import ensure_best_model
+from dlzero.selfplay.games import FinishedGame, ResignController, play_games
+from dlzero.selfplay.parent import gather
+from dlzero.selfplay.session import run_selfplay
+from dlzero.selfplay.worker import Worker
 
 TINY = [
     "model.blocks=1", "model.channels=16", "model.value_fc=16",

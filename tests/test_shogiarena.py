@@ -104,7 +104,7 @@ def test_mate_finds_a_known_mate(engines, tmp_path):
 
 
 def test_the_spsa_example_validates_and_matches_the_options(engines, tmp_path):
-    """docs/shogiarena/spsa.yaml as the README sets it up (a checkout with engines/dlzero/ beside
+    """docs/shogiarena/spsa.yaml as docs/shogiarena.md sets it up (a checkout with engines/dlzero/ beside
     docs/): shogiarena accepts it, and its space names dlzero's spins, starting at their defaults
     and within their ranges."""
     root = Path(__file__).resolve().parents[1]

@@ -16,10 +16,9 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
-from dlzero.train.supervised import warm_start
 
 from dlzero.config import config_from_dict
-from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, GameRecord, MoveRecord, read_hcpe3, write_hcpe3
+from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Game, MoveRecord, read_hcpe3, write_hcpe3
 from dlzero.errors import DlzeroError
 from dlzero.model import load_model_file, new_model, save_model
 from dlzero.position import parse_position, start_position
@@ -29,6 +28,7 @@ from dlzero.teacher import PlaySettings, Query, TeacherError, TeachSettings, ope
 from dlzero.teacher.base import VISIT_TOTAL
 from dlzero.teacher.driver import parts_dir_of
 from dlzero.teacher.label import label_positions
+from dlzero.train.supervised import warm_start
 
 FAKE_ENGINE = textwrap.dedent('''
     import sys
@@ -91,7 +91,7 @@ def expected_counts(multipv: int, temperature: float = 100.0) -> list[int]:
     return [round(w / sum(weights) * VISIT_TOTAL) for w in weights]
 
 
-def check_label_plies(game: GameRecord, multipv: int, eval_cp: int) -> int:
+def check_label_plies(game: Hcpe3Game, multipv: int, eval_cp: int) -> int:
     """Every ply with candidates is the fake engine's label of its position; returns how many there were."""
     board = game.start_board()
     labelled = 0
@@ -165,7 +165,7 @@ def test_teach_relabels_games_keeping_moves_and_results(engine, tmp_path):
     games = []
     for line, result in (("startpos moves 7g7f 3c3d 8h2b+ 3a2b", BLACK_WIN), ("startpos moves 2g2f", WHITE_WIN)):
         board = parse_position(line)
-        game = GameRecord.from_board(cshogi.Board())
+        game = Hcpe3Game.from_board(cshogi.Board())
         game.moves = [MoveRecord(m & 0xFFFF) for m in board.history]
         game.result = result
         games.append(game)
@@ -227,7 +227,7 @@ def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
     games = []
     for _ in range(6):
         board = cshogi.Board()
-        game = GameRecord.from_board(board)
+        game = Hcpe3Game.from_board(board)
         for _ in range(30):
             legal = [m & 0xFFFF for m in board.legal_moves]
             picks = rng.choice(legal, size=min(3, len(legal)), replace=False)

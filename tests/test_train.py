@@ -22,7 +22,7 @@ import torch
 
 from dlzero.config import Config, config_from_dict
 from dlzero.data.hcpe import HCPE_DTYPE, write_hcpe
-from dlzero.data.hcpe3 import GameRecord, MoveRecord, write_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord, write_hcpe3
 from dlzero.errors import DlzeroError, ModelFileError
 from dlzero.model import ModelMetadata, load_model_file, new_model, save_model
 from dlzero.rundir import RunDir
@@ -40,10 +40,10 @@ def tiny_config(**train: object) -> Config:
     return config_from_dict(data)
 
 
-def random_game(rng: random.Random, max_ply: int = 70, random_plies: int = 4) -> GameRecord:
+def random_game(rng: random.Random, max_ply: int = 70, random_plies: int = 4) -> Hcpe3Game:
     """A random game; every ply after the opening is a 'full search' with visit counts."""
     board = cshogi.Board()
-    game = GameRecord.from_board(board)
+    game = Hcpe3Game.from_board(board)
     for ply in range(max_ply):
         legal = list(board.legal_moves)
         if not legal:
@@ -236,11 +236,10 @@ def test_checkpoint_of_another_architecture_is_refused(base_run, tmp_path):
 
 
 def test_batch_decoding_matches_the_real_board(base_run):
-    from dlzero.train.buffer import BatchDecoder
-    from dlzero.train.dataset import buffer_from_games
-
     from dlzero.data.hcpe3 import iter_training_positions, read_hcpe3
     from dlzero.encoding import encode_position, labels_of
+    from dlzero.train.buffer import BatchDecoder
+    from dlzero.train.dataset import buffer_from_games
 
     games = read_hcpe3(base_run / "data" / "gen-0000" / "shard-001.hcpe3")[:1]
     buf = buffer_from_games(games, 0.0)
@@ -312,10 +311,9 @@ def test_cli_train_on_a_run(base_run, tmp_path, capsys):
 
 
 def test_adamw_bf16_and_fp16_on_cpu(base_run):
+    from dlzero.errors import ConfigError
     from dlzero.train.dataset import build_window
     from dlzero.train.trainer import Segment, Trainer
-
-    from dlzero.errors import ConfigError
 
     cfg = tiny_config(optimizer="adamw", amp="bf16", lr=1e-3, lr_schedule="cosine", grad_clip=1.0)
     buf, _ = build_window(RunDir.open(base_run), cfg.train)
@@ -327,7 +325,7 @@ def test_adamw_bf16_and_fp16_on_cpu(base_run):
 
 
 def test_metrics_csv_survives_a_torn_row_and_replayed_steps(tmp_path):
-    from dlzero.train.metrics import MetricsLog
+    from dlzero.train.meters import MetricsLog
 
     row = {"step": 10, "generation": 1, "samples": 32, "policy_loss": 1.0, "value_loss": 0.5,
            "policy_acc": 0.5, "value_acc": 0.5, "lr": 0.1, "samples_per_s": 100.0}
@@ -347,7 +345,8 @@ def test_metrics_csv_survives_a_torn_row_and_replayed_steps(tmp_path):
 
 
 def test_metrics_without_a_reply_head_and_files_from_before_the_reply_column(tmp_path):
-    from dlzero.train.metrics import COLUMNS, Meter, MetricsLog, summarise
+    from dlzero.runfiles import TRAIN_COLUMNS
+    from dlzero.train.meters import Meter, MetricsLog, summarise
 
     meter = Meter(torch.device("cpu"))
     meter.add(torch.tensor(4.0), torch.tensor(2.0), torch.tensor(1), 4, torch.tensor(1), torch.tensor(2))
@@ -358,7 +357,7 @@ def test_metrics_without_a_reply_head_and_files_from_before_the_reply_column(tmp
     assert summarise(meter.totals())["reply_loss"] == pytest.approx(2.0)
     assert summarise(meter.totals())["policy_loss"] == pytest.approx(1.0)
 
-    old = [c for c in COLUMNS if c != "reply_loss"]  # a metrics.csv begun by an older dlzero
+    old = [c for c in TRAIN_COLUMNS if c != "reply_loss"]  # a metrics.csv begun by an older dlzero
     (tmp_path / "metrics.csv").write_text(",".join(old) + "\n" + ",".join(["5"] * len(old)) + "\n")
     row = {"step": 10, "generation": 1, "samples": 32, "policy_loss": 1.0, "value_loss": 0.5,
            "policy_acc": 0.5, "value_acc": 0.5, "lr": 0.1, "samples_per_s": 100.0, "reply_loss": 3.0}

@@ -8,6 +8,11 @@ import cshogi
 import numpy as np
 import pytest
 import torch
+
+from dlzero.config import ModelConfig, config_from_dict
+from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, Hcpe3Game, MoveRecord
+from dlzero.encoding import labels_of
+from dlzero.model import PolicyValueNet
 from dlzero.train.generation import steps_for
 from dlzero.train.validation import (
     CONSTANT_VALUE_LOSS,
@@ -19,15 +24,10 @@ from dlzero.train.validation import (
     score,
 )
 
-from dlzero.config import ModelConfig, config_from_dict
-from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, GameRecord, MoveRecord
-from dlzero.encoding import labels_of
-from dlzero.model import PolicyValueNet
 
-
-def _game(moves: list[tuple[str, list[tuple[str, int]]]], result: int) -> GameRecord:
+def _game(moves: list[tuple[str, list[tuple[str, int]]]], result: int) -> Hcpe3Game:
     board = cshogi.Board()
-    record = GameRecord.from_board(board)
+    record = Hcpe3Game.from_board(board)
     for usi, cands in moves:
         m16 = cshogi.move16(board.move_from_usi(usi))
         rows = [[cshogi.move16(board.move_from_usi(c)), n] for c, n in cands]

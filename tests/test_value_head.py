@@ -12,11 +12,11 @@ import math
 
 import pytest
 import torch
-from dlzero.train.buffer import Batch
-from dlzero.train.trainer import Trainer, value_loss
 
 from dlzero.config import config_from_dict
 from dlzero.model import PolicyValueNet
+from dlzero.train.buffer import Batch
+from dlzero.train.trainer import Trainer, value_loss
 
 CFG = config_from_dict({
     "model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},

@@ -15,6 +15,12 @@ dropped entirely, as dlshogi does: their eval comes from a weak search, and a va
 ply of a game would repeat one result over dozens of highly correlated positions (the overfitting
 AlphaGo's value net showed). So every sample has both a policy and a value target.
 
+Teacher data (`train.teacher_data`, `train.teacher_fraction` > 0): the positions of the teacher files
+are appended to the window, after its self-play positions, and `train.teacher_fraction` of every
+batch is drawn from them (train.sampler.MixSampler), however large the window or the files. The
+window formula and `total` count self-play positions only, and the plan records which teacher files
+and how many positions each held, so a resumed generation draws the same batches.
+
 Counting `total` needs every shard's position count; counts are cached in
 `train/shard-counts.json` keyed by size and mtime, so each shard is parsed for counting once.
 """
@@ -28,19 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from dlzero.train.buffer import PositionBuffer, value_target
 
 from dlzero.config import TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
-from dlzero.data.hcpe3 import GameRecord, iter_training_positions, read_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Game, iter_training_positions, read_hcpe3
 from dlzero.encoding import labels_of, repetition_count
-from dlzero.errors import DataError, RunDirError
+from dlzero.errors import ConfigError, DataError, RunDirError
 from dlzero.rundir import RunDir
+from dlzero.runfiles import SHARD_COUNTS
+from dlzero.train.buffer import PositionBuffer, value_target
+from dlzero.train.sampler import EpochSampler, MixSampler, teacher_per_batch
+from dlzero.train.teacher_files import teacher_path
 
 log = logging.getLogger(__name__)
-
-COUNTS_FILE = "shard-counts.json"
 
 
 def window_size(total: int, cfg: TrainConfig) -> int:
@@ -52,7 +59,7 @@ def window_size(total: int, cfg: TrainConfig) -> int:
 # ---------------------------------------------------------------- hcpe3 games -> positions
 
 
-def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: str = "") -> PositionBuffer:
+def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str = "") -> PositionBuffer:
     """The training positions (plies with visit counts) of `games`, in game and ply order.
 
     Policy target: visit counts normalised over the candidates, labelled from the side to move.
@@ -91,14 +98,14 @@ def buffer_from_games(games: Iterable[GameRecord], val_lambda: float, source: st
         np.concatenate(probs), np.array(reps), np.array(reply))
 
 
-def _reply_label(game: GameRecord, ply: int, turn: int) -> int:
+def _reply_label(game: Hcpe3Game, ply: int, turn: int) -> int:
     """Label of the move after ply `ply` (played by the side not on `turn`), or -1 when the game ends first."""
     if ply + 1 >= len(game.moves):
         return -1
     return int(labels_of(np.array([game.moves[ply + 1].move16]), 1 - turn)[0])
 
 
-def count_positions(games: list[GameRecord]) -> int:
+def count_positions(games: list[Hcpe3Game]) -> int:
     """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
     return sum(1 for game in games for m in game.moves if m.is_target and int(m.candidates[:, 1].sum()) > 0)
 
@@ -114,15 +121,35 @@ class WindowPlan:
     window: int
     total_positions: int
     total_games: int
+    teacher: list[tuple[str, int]] = field(default_factory=list)  # train.teacher_data entries, their positions
+    teacher_fraction: float = 0.0  # share of each batch drawn from them (0 when `teacher` is empty)
+
+    @property
+    def window_positions(self) -> int:
+        """Self-play positions in the window (the buffer's first ones; the teacher's follow)."""
+        return sum(n for _, n in self.shards)
+
+    def teacher_per_batch(self, batch_size: int) -> int:
+        """Teacher positions in each batch of `batch_size`."""
+        return teacher_per_batch(self.teacher_fraction, batch_size) if self.teacher else 0
+
+    def sampler(self, seed: int) -> EpochSampler | MixSampler:
+        """The batches of a generation over the buffer this plan loads (see train.sampler)."""
+        if not self.teacher:
+            return EpochSampler(self.window_positions, seed)
+        return MixSampler(self.window_positions, sum(n for _, n in self.teacher), self.teacher_fraction, seed)
 
     def to_dict(self) -> dict:
         return {"shards": [list(s) for s in self.shards], "window": self.window,
-                "total_positions": self.total_positions, "total_games": self.total_games}
+                "total_positions": self.total_positions, "total_games": self.total_games,
+                "teacher": [list(t) for t in self.teacher], "teacher_fraction": self.teacher_fraction}
 
     @classmethod
     def from_dict(cls, data: dict) -> WindowPlan:
+        """A plan from `to_dict` (one saved before teacher mixing existed has no teacher part)."""
         return cls([(str(p), int(n)) for p, n in data["shards"]], int(data["window"]),
-                   int(data["total_positions"]), int(data["total_games"]))
+                   int(data["total_positions"]), int(data["total_games"]),
+                   [(str(p), int(n)) for p, n in data.get("teacher", [])], float(data.get("teacher_fraction", 0.0)))
 
 
 @dataclass
@@ -161,7 +188,7 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
     """Plan the replay window from every shard of the run (or `shards`, newest first) and load it (newest
     positions last). The loop passes the shards its held-out validation listed, so that a shard written in
     between is neither trained on unscored nor scored after training."""
-    counts = _ShardCounts.load(rd.train_dir / COUNTS_FILE)
+    counts = _ShardCounts.load(rd.train_dir / SHARD_COUNTS)
     shards = rd.shards() if shards is None else shards  # newest first
     loaded: dict[str, PositionBuffer] = {}
     sizes: list[tuple[str, int]] = []
@@ -203,6 +230,14 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
             plan_shards.append((rel, min(n, need)))
             need -= n
     plan = WindowPlan(plan_shards, window, total, total_games)
+    if cfg.teacher_fraction > 0:
+        if not cfg.teacher_data:
+            raise ConfigError(f"train.teacher_fraction is {cfg.teacher_fraction:g} but train.teacher_data lists no "
+                              "teacher files (`dlzero loop --init-from F.hcpe3` lists F)")
+        plan.teacher = [(e, len(teacher_buffer(rd, e, cfg.val_lambda))) for e in cfg.teacher_data]
+        plan.teacher_fraction = cfg.teacher_fraction
+        if not sum(n for _, n in plan.teacher):
+            raise DataError(", ".join(cfg.teacher_data), None, "no training positions in the teacher data")
     return load_window(rd, plan, cfg.val_lambda, loaded), plan
 
 
@@ -219,7 +254,35 @@ def load_window(rd: RunDir, plan: WindowPlan, val_lambda: float,
             raise DataError(str(rd.data_dir / rel), None,
                             f"holds {len(buf)} positions, the plan expects {take}")
         parts.append(buf.tail(take))
+    for entry, n in plan.teacher:
+        buf = teacher_buffer(rd, entry, val_lambda)
+        if len(buf) != n:
+            raise DataError(str(teacher_path(rd, entry)), None, f"holds {len(buf)} positions, the plan expects {n}")
+        parts.append(buf)
     return PositionBuffer.concat(parts)
+
+
+_TEACHER_CACHE: dict[str, tuple[tuple, PositionBuffer]] = {}  # resolved path -> (stamp and λ, positions)
+
+
+def teacher_buffer(rd: RunDir, entry: str, val_lambda: float) -> PositionBuffer:
+    """The training positions of a `train.teacher_data` file (hcpe3 or hcpe).
+
+    Kept in memory while the file is unchanged: the async loop trains every generation in one process,
+    and replaying a large teacher file for each would cost more than the generation's training.
+    """
+    path = teacher_path(rd, entry)
+    key = str(path.resolve())
+    stamp = (*_stamp(path), val_lambda)
+    cached = _TEACHER_CACHE.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    if path.suffix == ".hcpe3":
+        buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path))
+    else:
+        buf = load_hcpe([path], val_lambda)
+    _TEACHER_CACHE[key] = (stamp, buf)
+    return buf
 
 
 # ---------------------------------------------------------------- hcpe (supervised)

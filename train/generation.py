@@ -23,6 +23,9 @@ Before the window takes in the new games, they are held out: the newest model an
 scored on them (`train.validation`), and each new model on the fixed validation set once it is
 written. `train/seen-shards.json` lists the shards some generation's window has already been
 planned over, so "new" means exactly the games no model has trained on.
+
+Teacher data (`train.teacher_fraction` > 0) joins each batch but never these sets: its files live
+outside data/ (train.teacher_files), so no teacher position is scored as a next game or marked seen.
 """
 
 from __future__ import annotations
@@ -34,24 +37,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from dlzero.train import distributed
-from dlzero.train.buffer import PositionBuffer
-from dlzero.train.checkpoint import load_checkpoint
-from dlzero.train.dataset import WindowPlan, build_window, load_window
-from dlzero.train.metrics import MetricsLog
-from dlzero.train.trainer import Segment, Trainer
-from dlzero.train.validation import ValidationLog, fixed_set, held_out, read_games, validate_models
 
 from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import DataError, ModelFileError, RunDirError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, save_model
 from dlzero.rundir import RunDir, generation_name
+from dlzero.runfiles import CHECKPOINT_NAME, SEEN_SHARDS
+from dlzero.train import distributed
+from dlzero.train.buffer import PositionBuffer
+from dlzero.train.checkpoint import load_checkpoint
+from dlzero.train.dataset import WindowPlan, build_window, load_window
+from dlzero.train.meters import MetricsLog
+from dlzero.train.trainer import Segment, Trainer
+from dlzero.train.validation import ValidationLog, fixed_set, held_out, read_games, validate_models
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_NAME = "checkpoint.pt"
-SEEN_SHARDS = "seen-shards.json"
 
 
 @dataclass
@@ -64,7 +65,7 @@ class TrainResult:
     steps: int  # steps of this generation (all of them, including any done before a resume)
     global_step: int  # steps since the run's first generation
     window: int  # replay-window size by the formula, in positions
-    positions: int  # positions actually trained on (the window, or all data while there is less)
+    positions: int  # self-play positions trained on (the window, or all data while there is less)
     total_positions: int  # training positions in all the run's shards
     total_games: int
     resumed: bool  # continued an interrupted generation
@@ -107,12 +108,16 @@ def _window(rd: RunDir, cfg: Config, info: distributed.DistInfo,
     return load_window(rd, plan, cfg.train.val_lambda), plan
 
 
-def steps_for(new_positions: int, cfg: Config) -> int:
-    """Steps of a new generation: `reuse` samples per new position, clipped (see the module docstring)."""
+def steps_for(new_positions: int, cfg: Config, teacher_per_batch: int = 0) -> int:
+    """Steps of a new generation: `reuse` samples per new position, clipped (see the module docstring).
+
+    Teacher positions in each batch (`teacher_per_batch`) leave fewer self-play samples per step, so
+    the steps grow to keep `reuse` samples of each new self-play position.
+    """
     t = cfg.train
     if t.reuse <= 0:
         return t.steps_per_generation
-    wanted = math.ceil(new_positions * t.reuse / t.batch_size)
+    wanted = math.ceil(new_positions * t.reuse / (t.batch_size - teacher_per_batch))
     return max(t.min_steps, min(t.steps_per_generation, wanted))
 
 
@@ -193,16 +198,20 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
         buf, plan = _window(rd, cfg, info, listed)
         best = rd.best()
         before = int((seg.plan or {}).get("total_positions", 0)) if seg is not None else 0
+        teacher = plan.teacher_per_batch(cfg.train.batch_size)
         if steps is None:
-            steps = steps_for(plan.total_positions - before, cfg)
+            steps = steps_for(plan.total_positions - before, cfg, teacher)
             log.info("generation %d: %d new positions x reuse %g -> %d steps", generation,
                      plan.total_positions - before, cfg.train.reuse, steps)
+        if teacher:
+            log.info("generation %d: %d of each batch of %d from %d teacher positions (%s)", generation, teacher,
+                     cfg.train.batch_size, len(buf) - plan.window_positions, ", ".join(e for e, _ in plan.teacher))
         seg = Segment(generation, steps,
                       segment_seed(cfg.train.seed, generation), plan=plan.to_dict(),
                       parent=Path(best.model).stem if best else None)
     metrics = MetricsLog(rd.metrics_dir, trainer.global_step) if info.is_main else None
     try:
-        summary = trainer.fit(buf, seg, ckpt_path, metrics, progress)
+        summary = trainer.fit(buf, seg, ckpt_path, metrics, progress, sampler=plan.sampler(seg.seed))
     finally:
         if metrics is not None:
             metrics.close()
@@ -216,4 +225,4 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
     if info.is_main:
         validate_on_fixed_set(rd, cfg, seg.generation, trainer.global_step, device)
     return TrainResult(seg.generation, path, seg.parent, seg.steps, trainer.global_step, plan.window,
-                       len(buf), plan.total_positions, plan.total_games, resumed, summary)
+                       plan.window_positions, plan.total_positions, plan.total_games, resumed, summary)

@@ -27,13 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from dlzero.train import distributed
-from dlzero.train.buffer import PositionBuffer
-from dlzero.train.checkpoint import load_checkpoint
-from dlzero.train.dataset import buffer_from_games, holdout_mask, load_hcpe
-from dlzero.train.generation import segment_seed
-from dlzero.train.metrics import MetricsLog
-from dlzero.train.trainer import Segment, Trainer, evaluate
 
 from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
@@ -41,6 +34,13 @@ from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3
 from dlzero.errors import ConfigError, DataError, ModelFileError
 from dlzero.model import ModelMetadata, load_model_file, model_name, new_model, save_model
 from dlzero.rundir import RunDir
+from dlzero.train import distributed
+from dlzero.train.buffer import PositionBuffer
+from dlzero.train.checkpoint import load_checkpoint
+from dlzero.train.dataset import buffer_from_games, holdout_mask, load_hcpe
+from dlzero.train.generation import segment_seed
+from dlzero.train.meters import MetricsLog
+from dlzero.train.trainer import Segment, Trainer, evaluate
 
 
 @dataclass

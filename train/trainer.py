@@ -44,13 +44,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from dlzero.train.buffer import Batch, BatchDecoder, PositionBuffer
-from dlzero.train.checkpoint import save_checkpoint, set_rng_state
-from dlzero.train.distributed import DistInfo
-from dlzero.train.metrics import Meter, MetricsLog, summarise
-from dlzero.train.reply import TrainingNet, reply_loss
-from dlzero.train.sampler import EpochSampler
-from dlzero.train.surprise import surprise_weights
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
@@ -58,6 +51,13 @@ from dlzero.config import TrainConfig
 from dlzero.errors import ConfigError, ModelFileError
 from dlzero.model import PolicyValueNet
 from dlzero.model.checkpoint import load_state
+from dlzero.train.buffer import Batch, BatchDecoder, PositionBuffer
+from dlzero.train.checkpoint import save_checkpoint, set_rng_state
+from dlzero.train.distributed import DistInfo
+from dlzero.train.meters import Meter, MetricsLog, summarise
+from dlzero.train.reply import TrainingNet, reply_loss
+from dlzero.train.sampler import EpochSampler, MixSampler
+from dlzero.train.surprise import surprise_weights
 
 log = logging.getLogger(__name__)
 
@@ -291,14 +291,16 @@ class Trainer:
 
     # -- the loop -------------------------------------------------------------------------------
     def fit(self, buf: PositionBuffer, seg: Segment, checkpoint: Path | None, metrics: MetricsLog | None,
-            progress: bool = True, desc: str = "") -> dict[str, float]:
+            progress: bool = True, desc: str = "",
+            sampler: EpochSampler | MixSampler | None = None) -> dict[str, float]:
         """Train `seg` to its end from its current step; returns the metrics of the last logged interval.
 
         Checkpoints every `checkpoint_every` steps and after the last step; logs a row every
-        `log_every` steps and after the last step.
+        `log_every` steps and after the last step. `sampler`: the batches (default: epochs over all of
+        `buf`; a window with teacher data mixes them in, train.dataset.WindowPlan.sampler).
         """
         cfg = self.cfg
-        sampler = EpochSampler(len(buf), seg.seed)
+        sampler = sampler or EpochSampler(len(buf), seg.seed)
         decoder = BatchDecoder(cfg.batch_size // self.info.world, pin_memory=self.device.type == "cuda")
         bar = tqdm(total=seg.steps, initial=seg.step, desc=desc or f"train gen {seg.generation}",
                    file=sys.stderr, disable=not (progress and self.info.is_main), dynamic_ncols=True)

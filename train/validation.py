@@ -34,23 +34,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from dlzero.data.atomic import atomic_write_text
+from dlzero.data.hcpe3 import Hcpe3Game, read_hcpe3
+from dlzero.errors import DlzeroError
+from dlzero.model import PolicyValueNet, load_model_file
+from dlzero.resources import config_path
+from dlzero.runfiles import TENSORBOARD_DIR, VALIDATION_COLUMNS, VALIDATION_CSV, VALIDATION_FIGURES
 from dlzero.train.buffer import PositionBuffer
 from dlzero.train.dataset import buffer_from_games
 from dlzero.train.trainer import evaluate
 
-from dlzero.data.atomic import atomic_write_text
-from dlzero.data.hcpe3 import GameRecord, read_hcpe3
-from dlzero.errors import DlzeroError
-from dlzero.model import PolicyValueNet, load_model_file
-from dlzero.rundir import VALIDATION_CSV
-
 log = logging.getLogger(__name__)
 
-COLUMNS = ("time", "step", "model", "set", "data", "games", "positions", "policy_loss", "policy_acc",
-           "value_loss", "value_acc")
-FIGURES = ("policy_loss", "policy_acc", "value_loss", "value_acc")
 CONSTANT_VALUE_LOSS = math.log(2.0)  # BCE of always predicting a win rate of 1/2, whatever the results
-VALIDATION_DIR = Path(__file__).resolve().parents[1] / "configs" / "validation"
+VALIDATION_DIR = config_path("validation")
 
 
 @dataclass
@@ -63,9 +61,9 @@ class HeldOut:
     buf: PositionBuffer
 
 
-def read_games(paths: Iterable[Path]) -> list[GameRecord]:
+def read_games(paths: Iterable[Path]) -> list[Hcpe3Game]:
     """The games of `paths`; an unreadable shard is skipped with a warning (validation is never fatal)."""
-    games: list[GameRecord] = []
+    games: list[Hcpe3Game] = []
     for path in paths:
         try:
             games.extend(read_hcpe3(path))
@@ -74,7 +72,7 @@ def read_games(paths: Iterable[Path]) -> list[GameRecord]:
     return games
 
 
-def held_out(name: str, data: str, games: list[GameRecord], max_positions: int, seed: int = 0) -> HeldOut:
+def held_out(name: str, data: str, games: list[Hcpe3Game], max_positions: int, seed: int = 0) -> HeldOut:
     """The targets of `games` as a held-out set, at most `max_positions` of them (an even, seeded sample)."""
     buf = buffer_from_games(games, 0.0)
     if len(buf) > max_positions > 0:
@@ -107,7 +105,7 @@ def fixed_set(spec: str, max_positions: int) -> HeldOut | None:
 def score(model: PolicyValueNet, held: HeldOut, device: torch.device, batch_size: int = 256) -> dict[str, float]:
     """The held-out figures of `model` on `held` (eval mode, fp32)."""
     figures = evaluate(model, held.buf, batch_size, device)
-    return {k: figures[k] for k in FIGURES}
+    return {k: figures[k] for k in VALIDATION_FIGURES}
 
 
 class ValidationLog:
@@ -116,7 +114,7 @@ class ValidationLog:
     def __init__(self, metrics_dir: Path) -> None:
         metrics_dir.mkdir(parents=True, exist_ok=True)
         self.path = metrics_dir / VALIDATION_CSV
-        self.tb_dir = metrics_dir / "tb"
+        self.tb_dir = metrics_dir / TENSORBOARD_DIR
         self.rows = read_rows(self.path)
 
     def has(self, model: str, held: HeldOut) -> bool:
@@ -126,17 +124,17 @@ class ValidationLog:
         """Append one row (rewritten whole and atomically: the file is small, and a kill never tears it)."""
         row = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "step": str(step),
                "model": model, "set": held.name, "data": held.data, "games": str(held.games),
-               "positions": str(len(held.buf)), **{k: f"{figures[k]:.6g}" for k in FIGURES}}
+               "positions": str(len(held.buf)), **{k: f"{figures[k]:.6g}" for k in VALIDATION_FIGURES}}
         self.rows.append(row)
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(out, fieldnames=VALIDATION_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.rows)
         atomic_write_text(self.path, out.getvalue())
         from torch.utils.tensorboard import SummaryWriter  # slow import: only when a row is written
 
         with SummaryWriter(str(self.tb_dir)) as tb:
-            for key in FIGURES:
+            for key in VALIDATION_FIGURES:
                 if figures[key] == figures[key]:  # NaN (no decisive game) is left out
                     tb.add_scalar(f"heldout/{held.name}/{key}", figures[key], step)
         return row

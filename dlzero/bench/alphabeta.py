@@ -11,13 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import cshogi
-
 from dlzero.config import Config
 from dlzero.gating.alphabeta import AlphaBeta
-from dlzero.gating.anchors import RandomMover
 from dlzero.gating.arena import play_match
 from dlzero.gating.elo_fit import GameResult, fit_ratings
+from dlzero.play import Game, RandomMover
 
 
 class _Timed:
@@ -27,11 +25,11 @@ class _Timed:
         self.inner, self.name = inner, inner.name
         self.seconds, self.moves = 0.0, 0
 
-    def choose(self, boards: Sequence[cshogi.Board]) -> list[int | None]:
+    def choose(self, games: Sequence[Game]) -> list[int | None]:
         t0 = time.perf_counter()
-        out = self.inner.choose(boards)
+        out = self.inner.choose(games)
         self.seconds += time.perf_counter() - t0
-        self.moves += len(boards)
+        self.moves += len(games)
         return out
 
 

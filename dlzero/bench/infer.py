@@ -13,11 +13,11 @@ from dlzero.bench.timing import paired_rates, rate
 from dlzero.config import Config, InferenceConfig
 from dlzero.encoding import Encoder, new_batch_buffer
 from dlzero.inference import Evaluator, OnnxEvaluator, TorchEvaluator, load_model
-from dlzero.inference.int8 import calibration_for, fp32_bytes
+from dlzero.inference.int8 import calibration_for, fp32_bytes, ungated_int8
 from dlzero.model import ModelMetadata, load_model_file, new_model
 from dlzero.model.calibration import from_random_games, random_boards
 from dlzero.model.export import onnx_bytes
-from dlzero.model.quantize import Accuracy, measure, outputs, prepare, quantize, session
+from dlzero.model.quantize import Accuracy
 
 
 def sample_boards(n: int, seed: int = 0, min_ply: int = 10, max_ply: int = 80) -> list[cshogi.Board]:
@@ -39,7 +39,7 @@ def int8_evaluator(model_path: str | None, cfg: Config) -> tuple[OnnxEvaluator, 
     """The int8 model of the given or a random model, quantized whatever the gate says (a benchmark
     measures speed), with its accuracy against fp32 on held-out positions.
 
-    Recipe: `inference.quantize.calibration` and `keep_fp32`, with `auto` meaning percentile and none.
+    Recipe: the gate's first (`dlzero.inference.int8.ungated_int8`).
     """
     q = cfg.inference.quantize
     if model_path:
@@ -48,12 +48,9 @@ def int8_evaluator(model_path: str | None, cfg: Config) -> tuple[OnnxEvaluator, 
         model = new_model(cfg.model, seed=0).eval()
         fp32 = onnx_bytes(model, ModelMetadata())
         data = from_random_games(q.calibration_positions, q.holdout_positions)
-    method = "percentile" if q.calibration == "auto" else q.calibration
-    keep = "none" if q.keep_fp32 == "auto" else q.keep_fp32
-    int8 = quantize(prepare(fp32), data.calibration, method, keep, q.activations)
-    acc = measure(outputs(session(fp32), data.holdout), int8, data.holdout, data.holdout_legal)
+    int8, recipe, acc = ungated_int8(fp32, data, q)
     inf = replace(cfg.inference, backend="onnx", precision="auto")
-    return OnnxEvaluator(int8, inf, source=f"bench int8 ({method}, fp32 kept: {keep})"), acc
+    return OnnxEvaluator(int8, inf, source=f"bench int8 ({recipe})"), acc
 
 
 def make_evaluator(backend: str, model_path: str | None, cfg: Config) -> Evaluator:

@@ -10,8 +10,9 @@ import argparse
 from pathlib import Path
 
 from dlzero.config import Config, load_config
+from dlzero.resources import configs_dir
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+CONFIG_DIR = configs_dir()
 
 # flag dest -> config key
 FLAG_KEYS: dict[str, str] = {
@@ -50,7 +51,7 @@ def overrides(args: argparse.Namespace, keys: dict[str, str] | None = None) -> l
 
 
 def resolve_config_path(name: str | None) -> str | None:
-    """A path as given, or a bare name like `tiny` looked up in the repository's configs/ folder."""
+    """A path as given, or a bare name like `tiny` looked up among the shipped configs (checkout or wheel)."""
     if not name or Path(name).exists() or name.endswith((".yaml", ".yml")):
         return name
     bundled = CONFIG_DIR / f"{name}.yaml"

@@ -15,6 +15,7 @@ FLAGS = {
     "mode": "loop.mode",
     "gate_games": "gate.max_games",
     "rate": "rate.loop",
+    "teacher_fraction": "train.teacher_fraction",
 }
 
 
@@ -39,9 +40,13 @@ def register(sub) -> None:
                    help="rate each promoted model against the anchor pool as the loop goes (rate.loop)")
     p.add_argument("--init-from", nargs="+", metavar="FILE",
                    help="a new run's generation 0: trained on teacher data (.hcpe3 from `dlzero teach`, .hcpe), "
-                        "or this model (.pt); ignored once the run has a best model")
+                        "or this model (.pt); ignored once the run has a best model. Data files are copied "
+                        "into the run's teacher/ and listed in train.teacher_data")
     p.add_argument("--init-steps", type=int,
                    help="training steps of that generation 0 (default: train.steps_per_generation)")
+    p.add_argument("--teacher-fraction", type=float, metavar="F",
+                   help="share of every training batch drawn from the teacher data (train.teacher_fraction; "
+                        "default 0: self-play data alone after generation 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -54,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
         rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
         if args.init_from:
             from dlzero.train.supervised import warm_start
+            from dlzero.train.teacher_files import adopt_teacher_data
 
-            warm_start(rd, cfg, args.init_from, args.init_steps, progress=not args.quiet)
+            cfg, sources = adopt_teacher_data(rd, cfg, args.init_from)
+            warm_start(rd, cfg, sources, args.init_steps, progress=not args.quiet)
         run_loop(rd, cfg, args.generations, progress=not args.quiet)
     return 0

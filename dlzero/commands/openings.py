@@ -1,4 +1,4 @@
-"""`dlzero openings`: make an opening suite for matches (see `dlzero.gating.openings`)."""
+"""`dlzero openings`: make an opening suite for matches (see `dlzero.play.openings`)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlzero.errors import ConfigError
-    from dlzero.gating.openings import (
+    from dlzero.play.openings import (
         SuiteSettings,
         generate_suite,
         load_openings,

@@ -1,4 +1,8 @@
-"""`dlzero rate`: rate a run's models on the anchored scale (random mover = 0) and print the list."""
+"""`dlzero rate`: rate a run's models on the anchored scale (random mover = 0) and print the list.
+
+The run's config.yaml is the base and the flags are saved back into it (see `run_from_args`), so
+the `rate.*` settings that defined the stored games' players stay with the run.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import argparse
 import json
 import sys
 
-from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+from dlzero.commands.common import add_config_args, add_inference_args, run_from_args
 
 RATE_KEYS = {"games": "rate.games", "playouts": "rate.playouts", "models": "rate.models", "sample": "rate.sample",
              "parallel": "rate.parallel", "anchors": "rate.anchors"}
@@ -52,12 +56,8 @@ def _generations(text: str) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from dlzero.gating.rating import fit_run, rate, select_generations
-    from dlzero.rundir import RunDir
 
-    rd = RunDir.open(args.run)
-    if args.config is None:
-        args.config = str(rd.config_path)
-    cfg = config_from_args(args, RATE_KEYS)
+    rd, cfg = run_from_args(args, RATE_KEYS, "dlzero rate", create=False)
     if args.fit_only:
         from dlzero.gating.rating import engines_from
 
@@ -88,5 +88,5 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         interval = "(pinned)" if r.player == report.ratings.pin else f"[{r.elo_low:+.0f}, {r.elo_high:+.0f}]"
         print(f"{r.player:<16} {r.elo:>+7.0f}   {interval:<17} {r.games:>6} {r.score:>6.3f}")
-    print(f"{report.played} games played now; elo.csv: {rd.metrics_dir / 'elo.csv'}", file=sys.stderr)
+    print(f"{report.played} games played now; {rd.elo_csv.name}: {rd.elo_csv}", file=sys.stderr)
     return 0

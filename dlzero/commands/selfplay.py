@@ -52,10 +52,9 @@ def run(args: argparse.Namespace) -> int:
     if rd.best() is None:  # a new run: generation 0 and best.json belong to the trainer's and the gate's parts
         with hold(rd.root, ("train", "gate")):
             ensure_best_model(rd, cfg, args.seed)
-    if cfg.inference.precision == "int8":  # once here, not in every worker
-        from dlzero.inference.int8 import ensure_int8
+    from dlzero.inference.int8 import prepare_int8
 
-        ensure_int8(rd.best_model_path(), cfg.inference.quantize)
+    prepare_int8(rd.best_model_path(), cfg.inference)  # once here, not in every worker
     s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
     split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"
     print(f"{s.games} games, {s.positions:,} positions ({s.targets:,} with visit counts) "

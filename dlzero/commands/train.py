@@ -1,7 +1,11 @@
-"""`dlzero train`: one generation on a run's self-play data, or supervised training on hcpe files.
+"""`dlzero train`: one generation on a run's self-play data, or supervised training on hcpe/hcpe3 files.
 
     dlzero train --run runs/NAME [--steps N]          next candidate -> runs/NAME/models/gen-NNNN.pt
     dlzero train --hcpe a.hcpe b.hcpe --out m.pt      supervised; prints held-out accuracies
+    dlzero train --hcpe teacher.hcpe3 --out m.pt      the same on teacher data from `dlzero teach`
+
+`--hcpe` takes hcpe files (game records from `dlzero import-records`: one-hot policy) and hcpe3 files
+(told apart by the `.hcpe3` suffix: soft policy from visit counts, history planes from the games).
 
 With `--run`, the run's config.yaml is the base config, then `--set` and flags, saved back to the
 run (the rule of every command that takes `--run`, see `run_from_args`). For several processes or
@@ -26,13 +30,15 @@ FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device", "r
 
 
 def register(sub) -> None:
-    p = sub.add_parser("train", help="train the next generation of a run, or a model from hcpe files",
+    p = sub.add_parser("train", help="train the next generation of a run, or a model from hcpe/hcpe3 files",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", "--run-dir", dest="run",
                      help="run directory: train on its shards, resuming train/checkpoint.pt if present "
                           "(under torchrun spell it --run-dir: torchrun reads --run as its own --run-path)")
-    src.add_argument("--hcpe", nargs="+", metavar="FILE", help="supervised mode: hcpe files to train on")
+    src.add_argument("--hcpe", nargs="+", metavar="FILE",
+                     help="supervised mode: hcpe files (game records) or hcpe3 files (teacher data from "
+                          "`dlzero teach`) to train on")
     p.add_argument("--out", help="supervised mode: output model file (.pt)")
     p.add_argument("--metrics", help="supervised mode: folder for metrics.csv and TensorBoard events")
     p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation); with --run exactly "

@@ -8,7 +8,6 @@ generation; a lock keeps one request at a time on it (the page is for a person, 
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
@@ -71,15 +70,20 @@ class BestModel:
         return {"values": out, "source": f"network value of {generation_name(gen)} (the best model), no search"}
 
     def analyse(self, position: str, playouts: int) -> dict[str, Any]:
-        """One `dlzero analyze` query on the best model; the answer dict (or {"error": ...})."""
+        """The best model's analysis of `position`: the answer `dlzero analyze` gives (or {"error": ...})."""
         from dlzero.analysis import AnalysisEngine
+        from dlzero.analysis_query import QueryError
 
         if not 1 <= playouts <= MAX_PLAYOUTS:
             return {"error": f"playouts must be 1..{MAX_PLAYOUTS}"}
         with self._lock:
             evaluator, cfg, gen = self._load()
             engine = AnalysisEngine(evaluator, cfg, playouts)
-            answer = engine.answer([json.dumps({"id": 0, "position": position, "playouts": playouts})])[0]
+            try:
+                tasks = engine.reader.game_tasks(position, [], [0], playouts, task_id=0)
+                answer = engine.analyse(tasks)[0].to_answer()
+            except QueryError as exc:  # a bad position: answered as `dlzero analyze` answers it
+                answer = exc.to_answer()
         answer["model"] = generation_name(gen)
         return answer
 

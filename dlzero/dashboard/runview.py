@@ -21,16 +21,15 @@ from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
 from dlzero.errors import DataError, DlzeroError, RunDirError
-from dlzero.metrics.timeline import TIMELINE_CSV, shares
-from dlzero.metrics.timeline import read_rows as read_timeline
-from dlzero.rundir import VALIDATION_CSV, RunDir, generation_name
+from dlzero.gating.chain import Gate, gate_chain
+from dlzero.progress.timeline import read_rows as read_timeline
+from dlzero.progress.timeline import shares
+from dlzero.rundir import RunDir, generation_name
+from dlzero.runfiles import ELO_COLUMNS, RATINGS_COLUMNS, VALIDATION_COLUMNS, VALIDATION_FIGURES
 
-ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
-RATING_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "elo", "elo_low", "elo_high",
-                  "decision", "promoted", "timestamp")
-TRAIN_COLUMNS = ("step", "generation", "policy_loss", "value_loss", "lr", "samples_per_s")
-HELDOUT_FIGURES = ("policy_loss", "policy_acc", "value_loss", "value_acc")
-HELDOUT_COLUMNS = ("model", "set", "data", *HELDOUT_FIGURES)
+# the columns of metrics.csv (runfiles.TRAIN_COLUMNS) the training charts draw: a file begun by an older
+# dlzero keeps its header, so only these are required
+TRAIN_CHART = ("step", "generation", "policy_loss", "value_loss", "lr", "samples_per_s")
 _GEN_NAME = re.compile(r"gen-(\d{4,})")
 MAX_GATING_GAMES = 500  # newest first; older ones stay on disk, the list just gets long
 _GEN_DIR = re.compile(r"gen-(\d{4,})$")
@@ -101,10 +100,10 @@ class RunView:
     # -- sections -------------------------------------------------------------------------------
     def ratings(self, warn: Warnings) -> list[dict[str, Any]]:
         """Gate results, one per gated candidate, in file order."""
-        path = self.rd.metrics_dir / "ratings.csv"
+        path = self.rd.ratings_csv
         out = []
         try:
-            for n, row in enumerate(self._csv(path, RATING_COLUMNS, warn), start=2):
+            for n, row in enumerate(self._csv(path, RATINGS_COLUMNS, warn), start=2):
                 out.append({
                     "generation": int(number(row["generation"], line=n, column="generation")),
                     "opponent": int(number(row["opponent"], line=n, column="opponent")),
@@ -120,7 +119,7 @@ class RunView:
 
     def elo(self, warn: Warnings) -> list[dict[str, Any]] | None:
         """Anchored ratings (players and anchors), or None while metrics/elo.csv does not exist."""
-        path = self.rd.metrics_dir / "elo.csv"
+        path = self.rd.elo_csv
         if not path.is_file():
             return None
         rows = []
@@ -157,38 +156,37 @@ class RunView:
             points = [{**r, "status": status(r["generation"])} for r in anchored if r["generation"] is not None]
             points.sort(key=lambda p: p["generation"])
             anchors = [{"player": r["player"], "elo": r["elo"]} for r in anchored if r["generation"] is None]
-            return {"source": "elo.csv", "label": "anchored Elo (metrics/elo.csv), 95% intervals",
+            return {"source": self.rd.elo_csv.name,
+                    "label": f"anchored Elo ({self.rel(self.rd.elo_csv)}), 95% intervals",
                     "points": points, "anchors": anchors}
-        chained: dict[int, float] = {}
         points = []
         if ratings:  # the chain starts at generation 0, the first best, rated 0
-            chained[0] = 0.0
-            points.append({"player": "gen-0000", "generation": 0, "elo": 0.0, "low": None, "high": None,
+            points.append({"player": generation_name(0), "generation": 0, "elo": 0.0, "low": None, "high": None,
                            "games": 0, "anchor": False, "wall_seconds": 0.0 if origin is not None else None,
                            "status": "initial"})
-        for r in ratings:
-            base = chained.get(r["opponent"])
-            if base is None:
-                warn.add("metrics/ratings.csv", f"generation {r['generation']} was gated against "
+        gates = [Gate(r["generation"], r["opponent"], r["elo"], r["elo_low"], r["elo_high"], r["promoted"])
+                 for r in ratings]
+        for r, place in zip(ratings, gate_chain(gates), strict=True):
+            if place is None:
+                warn.add(self.rel(self.rd.ratings_csv), f"generation {r['generation']} was gated against "
                          f"generation {r['opponent']}, which has no rating; left out of the chart")
                 continue
-            chained[r["generation"]] = base + r["elo"]
             wall = r["time"] - origin if r["time"] is not None and origin is not None else None
             points.append({"player": generation_name(r["generation"]), "generation": r["generation"],
-                           "elo": base + r["elo"], "low": base + r["elo_low"], "high": base + r["elo_high"],
+                           "elo": place.elo, "low": place.low, "high": place.high,
                            "games": r["games"], "anchor": False, "wall_seconds": wall,
                            "status": status(r["generation"])})
-        return {"source": "ratings.csv",
-                "label": "gate results (metrics/ratings.csv): each candidate's Elo is its opponent's plus the "
-                         "gate match's difference; bars are that match's 95% interval",
+        return {"source": self.rd.ratings_csv.name,
+                "label": f"gate results ({self.rel(self.rd.ratings_csv)}): each candidate's Elo is its opponent's "
+                         "plus the gate match's difference; bars are that match's 95% interval",
                 "points": points, "anchors": []}
 
     def training(self, warn: Warnings) -> list[dict[str, Any]]:
-        path = self.rd.metrics_dir / "metrics.csv"
+        path = self.rd.train_csv
         out = []
         try:
-            for n, row in enumerate(self._csv(path, TRAIN_COLUMNS, warn), start=2):
-                out.append({k: number(row[k], line=n, column=k, allow_empty=True) for k in TRAIN_COLUMNS})
+            for n, row in enumerate(self._csv(path, TRAIN_CHART, warn), start=2):
+                out.append({k: number(row[k], line=n, column=k, allow_empty=True) for k in TRAIN_CHART})
         except ValueError as exc:
             warn.add(self.rel(path), f"bad value ({exc}); training charts are left out")
             return []
@@ -196,14 +194,14 @@ class RunView:
 
     def heldout(self, warn: Warnings) -> list[dict[str, Any]]:
         """Rows of metrics/validation.csv (train.validation), with the scored model's generation."""
-        path = self.rd.metrics_dir / VALIDATION_CSV
+        path = self.rd.validation_csv
         out = []
         try:
-            for n, row in enumerate(self._csv(path, HELDOUT_COLUMNS, warn), start=2):
+            for n, row in enumerate(self._csv(path, VALIDATION_COLUMNS, warn), start=2):
                 gen = _GEN_NAME.fullmatch(row["model"] or "")
                 out.append({"set": row["set"], "data": row["data"], "model": row["model"],
                             "generation": int(gen.group(1)) if gen else None,
-                            **{k: number(row[k], line=n, column=k, allow_empty=True) for k in HELDOUT_FIGURES}})
+                            **{k: number(row[k], line=n, column=k, allow_empty=True) for k in VALIDATION_FIGURES}})
         except ValueError as exc:
             warn.add(self.rel(path), f"bad value ({exc}); held-out charts are left out")
             return []
@@ -211,7 +209,7 @@ class RunView:
 
     def time_shares(self) -> dict[str, float]:
         """Share of the loop's wall time each phase ran (metrics/timeline.csv; empty before the loop ran)."""
-        return shares(read_timeline(self.rd.metrics_dir / TIMELINE_CSV))
+        return shares(read_timeline(self.rd.timeline_csv))
 
     def _shard_stats(self, path: Path) -> ShardStats:
         games = read_hcpe3(path, validate=False)
@@ -272,7 +270,7 @@ class RunView:
             if span and isinstance(playouts, int) and isinstance(cheap, int):
                 row["playouts_per_s"] = (targets * playouts + (plies - targets) * cheap) / span
             rows.append(row)
-        state = self._json(self.root / "selfplay_state.json", warn)
+        state = self._json(self.rd.selfplay_state_path, warn)
         resign = None
         if isinstance(state, dict) and "checked" in state:
             resign = {"threshold": state.get("resign_threshold"), "checked": state.get("checked"),
@@ -314,16 +312,16 @@ class RunView:
     def state(self) -> dict[str, Any]:
         warn = Warnings()
         if not self.rd.info_path.is_file():
-            warn.add("run.json", "missing: this folder is not (or no longer) a dlzero run")
+            warn.add(self.rel(self.rd.info_path), "missing: this folder is not (or no longer) a dlzero run")
         info = self._json(self.rd.info_path, warn) or {}
         best = self._json(self.rd.best_path, warn)
-        loop = self._json(self.root / "loop.json", warn)
+        loop = self._json(self.rd.loop_state_path, warn)
         cfg = {}
         if self.rd.config_path.is_file():
             try:
                 cfg = self.cache.get(self.rd.config_path, "yaml", _read_yaml) or {}
             except (OSError, ValueError) as exc:
-                warn.add("config.yaml", f"unreadable ({exc})")
+                warn.add(self.rel(self.rd.config_path), f"unreadable ({exc})")
         ratings = self.ratings(warn)
         models = self.models(ratings, best if isinstance(best, dict) else None, warn)
         origin = next((_parse_time(m.get("created", "")) for m in models if m["generation"] == 0), None)

@@ -536,8 +536,9 @@ def import_records(
 
 
 @dataclass
-class GameRecord:
-    """One game of a record file, as `dlzero review` needs it: start, legal moves, how it ended.
+class KifuGame:
+    """One game of a kifu (a KIF, KI2 or CSA record file) as `dlzero review` needs it: start, legal
+    moves, how it ended.
 
     `moves` are cshogi moves of the legal prefix (a record cut at an illegal move keeps the moves
     before it, and `notes` says so); `ending` is the record's own terminal word ("%TORYO", "投了",
@@ -552,7 +553,7 @@ class GameRecord:
     cut: bool = False  # the record goes on past `moves` with a move that is unreadable or illegal
 
 
-def _game_record(game: _ParsedGame) -> GameRecord:
+def _game_record(game: _ParsedGame) -> KifuGame:
     """The legal prefix of a parsed game, with moves normalised through cshogi's move16 lookup."""
     board = cshogi.Board(game.sfen)
     notes = list(game.notes)
@@ -568,7 +569,7 @@ def _game_record(game: _ParsedGame) -> GameRecord:
         full = board.move_from_move16(move16)
         moves.append(full)
         board.push(full)
-    return GameRecord(game.sfen, moves, game.ending, game.winner, notes, cut)
+    return KifuGame(game.sfen, moves, game.ending, game.winner, notes, cut)
 
 
 _GAMES_CODE = "import sys; from dlzero.data.records import _games_main; sys.exit(_games_main(sys.argv[1]))"
@@ -588,7 +589,7 @@ def _games_main(path: str) -> int:
     return 0
 
 
-def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[GameRecord]:
+def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[KifuGame]:
     """Every game of one CSA/KIF/KI2 file, parsed in a child process (cshogi's parsers can crash).
 
     Raises ValueError naming the file and the cause when it cannot be read at all.

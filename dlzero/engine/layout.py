@@ -8,7 +8,7 @@ On a CPU the tree (one Python thread) and the network compete for the same cores
 split over every core (inference.threads = cores, one stream) leaves the cores idle while the tree
 collects the next batch; calls of one thread each, one per core, keep the cores busy while the tree
 works beside them. Measured on a 2-core machine with a trained 5x64 int8 network, batch 32, one tree
-(`dlzero bench search --layouts 2x1,1x2,1x3`, README "Search speed"): 2x1 kept 0.50-0.64 of the
+(`dlzero bench search --layouts 2x1,1x2,1x3`, docs/search.md): 2x1 kept 0.50-0.64 of the
 machine's inference rate, 1x2 and 1x3 0.53-0.79, and over eight interleaved comparisons neither of
 those two was ahead (means 6.6k and 6.4k simulations/s; fp32 2.25k and 2.28k), so the layout takes the
 one with fewer threads. On a GPU two calls in flight let the tree fill one batch while the GPU works on

@@ -18,9 +18,10 @@ the same move on any machine):
 3. at depth 0, a quiescence search over captures (stand pat on the material score), or over all
    evasions when in check; a side to move that has a mate in 1 scores as mating (so even depth 1 sees
    and avoids a mate-in-1 reply).
-4. scores: material from the side to move's view, plain piece values (below) for pieces on the board
-   and in hand, promoted pieces at their own value; a mate in k plies scores MATE - k; a repetition
-   draw scores 0, and perpetual check loses for the checker, as the arena scores them.
+4. scores: material from the side to move's view, plain piece values (`dlzero.play.material`, frozen
+   with this module) for pieces on the board and in hand, promoted pieces at their own value; a mate
+   in k plies scores MATE - k; a repetition draw scores 0, and perpetual check loses for the checker,
+   as matches score them.
 5. move order: at the root, the previous iteration's best move first; then captures by most valuable
    victim, cheaper attacker first; then promotions; then the rest in cshogi's generation order. Ties keep
    the first move in this order.
@@ -35,6 +36,8 @@ from collections.abc import Sequence
 import cshogi
 
 from dlzero.game_end import REPETITION_PLIES
+from dlzero.play.game import Game
+from dlzero.play.material import PIECE_VALUES, captures, material, move_gain
 
 MATE = 100_000
 MATE_BOUND = MATE - 1_000  # scores beyond this are mates
@@ -43,51 +46,10 @@ MAX_DEPTH = 64
 MAX_QUIESCENCE_PLIES = 16
 ROOT_MATE_PLIES = 3
 
-# Piece values by cshogi piece type (index 0 unused, the king has no material value):
-#   pawn, lance, knight, silver, bishop, rook, gold, king,
-#   +pawn, +lance, +knight, +silver, +bishop (horse), +rook (dragon)
-PIECE_VALUES: tuple[int, ...] = (0, 100, 300, 350, 500, 800, 950, 550, 0, 550, 550, 550, 550, 1050, 1200)
-# cshogi's hand order (pawn, lance, knight, silver, gold, bishop, rook) as piece types
-_HAND_TYPES: tuple[int, ...] = (cshogi.PAWN, cshogi.LANCE, cshogi.KNIGHT, cshogi.SILVER, cshogi.GOLD,
-                                cshogi.BISHOP, cshogi.ROOK)
-
-
-def _unpromoted(piece_type: int) -> int:
-    return piece_type - 8 if piece_type > cshogi.KING else piece_type
-
-
-# Material the mover gains: a capture removes the victim and puts its unpromoted kind in the mover's hand;
-# a promotion swaps a piece's value for its promoted value.
-_CAPTURE_GAIN: tuple[int, ...] = tuple(PIECE_VALUES[pt] + PIECE_VALUES[_unpromoted(pt)] if pt else 0
-                                       for pt in range(15))
-_PROMOTION_GAIN: tuple[int, ...] = tuple(PIECE_VALUES[pt + 8] - PIECE_VALUES[pt] if 1 <= pt <= 6 else 0
-                                         for pt in range(15))
-
-
-def material(board: cshogi.Board) -> int:
-    """Material balance from the side to move's point of view (board and hand pieces)."""
-    total = 0
-    for piece in board.pieces:
-        if piece:
-            value = PIECE_VALUES[piece & 15]
-            total += value if piece < 16 else -value
-    black_hand, white_hand = board.pieces_in_hand
-    for pt, nb, nw in zip(_HAND_TYPES, black_hand, white_hand, strict=True):
-        total += PIECE_VALUES[pt] * (nb - nw)
-    return total if board.turn == cshogi.BLACK else -total
-
-
-def move_gain(move: int) -> int:
-    """Material the side making `move` gains by it (capture and promotion)."""
-    gain = _CAPTURE_GAIN[cshogi.move_cap(move)]
-    if cshogi.move_is_promotion(move):
-        gain += _PROMOTION_GAIN[cshogi.move_from_piece_type(move)]
-    return gain
-
 
 def _ordered(moves: list[int], first: int = 0) -> list[int]:
     """`first` (if given), captures (most valuable victim, then cheapest attacker), promotions, the rest."""
-    captures: list[tuple[int, int, int, int]] = []
+    taking: list[tuple[int, int, int, int]] = []
     promotions: list[int] = []
     quiet: list[int] = []
     for i, move in enumerate(moves):
@@ -96,14 +58,14 @@ def _ordered(moves: list[int], first: int = 0) -> list[int]:
         victim = cshogi.move_cap(move)
         if victim:
             attacker = 0 if cshogi.move_is_drop(move) else PIECE_VALUES[cshogi.move_from_piece_type(move)]
-            captures.append((-PIECE_VALUES[victim], attacker, i, move))
+            taking.append((-PIECE_VALUES[victim], attacker, i, move))
         elif cshogi.move_is_promotion(move):
             promotions.append(move)
         else:
             quiet.append(move)
-    captures.sort()
+    taking.sort()
     head = [first] if first and first in moves else []
-    return head + [c[3] for c in captures] + promotions + quiet
+    return head + [c[3] for c in taking] + promotions + quiet
 
 
 class _OutOfNodes(Exception):
@@ -122,8 +84,8 @@ class AlphaBeta:
         self._count = 0
         self.total_nodes = 0  # positions searched over this object's life (for speed figures)
 
-    def choose(self, boards: Sequence[cshogi.Board]) -> list[int | None]:
-        return [self.best_move(board) for board in boards]
+    def choose(self, games: Sequence[Game]) -> list[int | None]:
+        return [self.best_move(game.board) for game in games]
 
     def best_move(self, board: cshogi.Board) -> int | None:
         """The move this rung plays in `board` (whose history counts for repetitions); None if none is legal."""
@@ -212,7 +174,7 @@ class AlphaBeta:
             if mat >= beta or qply >= MAX_QUIESCENCE_PLIES:
                 return mat
             alpha = max(alpha, mat)
-            candidates = _ordered([m for m in board.legal_moves if cshogi.move_cap(m)])
+            candidates = _ordered(captures(board))
         for move in candidates:
             self._enter()
             board.push(move)

@@ -1,6 +1,7 @@
 """The fixed opponents of the rating scale, by name (the names ratings files and CSVs use).
 
-- `random`: a uniformly random legal move (seeded). Pinned at Elo 0: the floor any learning must beat.
+- `random`: a uniformly random legal move (`dlzero.play.RandomMover`, seeded). Pinned at Elo 0: the
+  floor any learning must beat.
 - `alphabeta:N`: the built-in classical reference at a budget of N positions per move
   (`dlzero.gating.alphabeta`; deterministic and frozen, so `alphabeta:1000` means the same in every run).
 - `gen-NNNN`: a model of the run itself (usually `gen-0000`, the untrained start).
@@ -23,41 +24,20 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-from collections.abc import Sequence
-
-import cshogi
-import numpy as np
 
 from dlzero.config import ANCHOR_FORMS, ENGINE_KINDS, parse_anchor
 from dlzero.errors import ConfigError
 from dlzero.gating.alphabeta import AlphaBeta
-from dlzero.gating.sides import MoveChooser
 from dlzero.gating.usi_client import Go, UsiEngineError
 from dlzero.gating.usi_opponent import UsiOpponent
+from dlzero.play import RANDOM, MoveChooser, RandomMover
 
-RANDOM = "random"
 _ALPHABETA = re.compile(r"alphabeta:([1-9]\d*)$")
 GPS_BYOYOMI_CAP_MS = 10_000  # GPS Shogi stops at its depth (0.1-3 s at depth 4); this only bounds a runaway
 # kind -> (the Debian package, its executable); looked up on PATH, then in /usr/games (not on root's PATH)
 ENGINE_PROGRAMS = {"gpsshogi": ("gpsshogi", "gpsusi"), "fairy-stockfish": ("fairy-stockfish", "fairy-stockfish")}
 _MODEL = re.compile(r"gen-(\d{4,})$")
 _ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
-class RandomMover:
-    """A `MoveChooser` playing a uniformly random legal move; reproducible from its seed."""
-
-    name = RANDOM
-
-    def __init__(self, seed: int = 0) -> None:
-        self._rng = np.random.default_rng(seed)
-
-    def choose(self, boards: Sequence[cshogi.Board]) -> list[int | None]:
-        out: list[int | None] = []
-        for board in boards:
-            moves = list(board.legal_moves)
-            out.append(int(moves[self._rng.integers(len(moves))]) if moves else None)
-        return out
 
 
 def model_generation(name: str) -> int | None:

@@ -1,21 +1,23 @@
 """Matches between two players, many games in lockstep: gating, and measuring a model's strength.
 
-A side is an `Evaluator` (searched with fixed playouts, no noise, most-visited move), a `MoveChooser`,
-or the string "random" (a uniformly random legal move: the floor any learning must beat). N games
-run at once; at each step every side searches all the games where it is to move in one `Search.run`,
-so its network sees one batch per step instead of one position at a time. Each tree adds the same
-number of leaves to a batch (`gate.leaves_per_tree`, 1 as in self-play) however many games are
-running, so the search a gate judges does not change over a match.
+A side is an `Evaluator` (searched by `dlzero.play.SearchPlayer` with fixed playouts, no noise, the
+most visited move), a `MoveChooser`, or the string "random" (`dlzero.play.RandomMover` seeded by the
+match: the floor any learning must beat). The games are played by `dlzero.play.play_lockstep`: N at
+once, each side moving in all the games where it is to move at once, so its network sees one batch per
+step instead of one position at a time. Each tree adds the same number of leaves to a batch
+(`gate.leaves_per_tree`, 1 as in self-play) however many games are running, so the search a gate
+judges does not change over a match.
 
 Fairness and no repeats: games 2k and 2k+1 form a pair that starts from one opening, side A Black in
 the first and White in the second. Every pair gets its own start position from the opening suite
-(`dlzero.gating.openings.match_starts`: each suite line at most once per match, seeded variations
+(`dlzero.play.openings.match_starts`: each suite line at most once per match, seeded variations
 beyond), since two deterministic searchers replay the same game from the same start. A pair counts
 once it is complete: the SPRT (`sprt=True`) and the Elo interval use the pentanomial pair scores.
 
-Game end, checked after every move by `dlzero.game_end` with self-play's rules: repetition at the
-fourth occurrence (draw, or a loss for the side that gave perpetual check), no legal move (mated),
-the entering-king declaration (the side to move wins), the move cap (draw), and resignation.
+Game end, checked after every move by the rules every game is played by (`dlzero.play.play_rules`,
+self-play's too): repetition at the fourth occurrence (draw, or a loss for the side that gave
+perpetual check), no legal move (mated), the entering-king declaration (the side to move wins), the
+move cap (draw), and resignation.
 
 Each finished game can be written as a CSA V2.2 record, atomically, for people to replay.
 """
@@ -34,25 +36,19 @@ import numpy as np
 
 from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
-from dlzero.game_end import GameRules
-from dlzero.game_end import game_end as rules_game_end
-from dlzero.gating.openings import load_openings, match_starts
-from dlzero.gating.sides import MoveChooser
 from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
+from dlzero.play import RANDOM, Game, MoveChooser, RandomMover, SearchPlayer, play_lockstep, play_rules
+from dlzero.play.openings import load_openings, match_starts
 from dlzero.position import start_position
-from dlzero.search import Search, Tree, chosen_index, find_mate, root_winrate
+from dlzero.runfiles import RATINGS_COLUMNS
 
-RANDOM = "random"
 Side = Evaluator | MoveChooser | str
-
-RATINGS_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
-                   "elo_high", "llr", "decision", "promoted", "timestamp")
 
 
 @dataclass
-class GameRecord:
-    """One finished game. `moves` start from `start_sfen` and include the opening plies."""
+class MatchGame:
+    """One finished game of a match. `moves` start from `start_sfen` and include the opening plies."""
 
     index: int
     a_is_black: bool
@@ -84,7 +80,7 @@ class GameRecord:
         return out.getvalue()
 
 
-def _end_code(game: GameRecord, to_move: int) -> str:
+def _end_code(game: MatchGame, to_move: int) -> str:
     """CSA end line. The side to move at the end resigns (also when mated) or declares."""
     if game.reason in ("mate", "resign"):
         return "%TORYO"
@@ -104,7 +100,7 @@ class MatchResult:
     `pairs[k]`: complete colour-swapped pairs in which A scored k/2 points (pentanomial counts).
     """
 
-    games: list[GameRecord] = field(default_factory=list)
+    games: list[MatchGame] = field(default_factory=list)
     wins: int = 0
     draws: int = 0
     losses: int = 0
@@ -131,100 +127,44 @@ class MatchResult:
             return pair_elo_interval(self.pairs, confidence)
         return elo_interval(self.wins, self.draws, self.losses, confidence)
 
-    def add(self, game: GameRecord) -> None:
+    def add(self, game: MatchGame) -> None:
         self.games.append(game)
         s = game.score_a
         self.wins += s == 1.0
         self.draws += s == 0.5
         self.losses += s == 0.0
 
-    def add_pair(self, first: GameRecord, second: GameRecord) -> None:
+    def add_pair(self, first: MatchGame, second: MatchGame) -> None:
         """Count a complete pair (its games are added separately)."""
         self.pairs[pair_category(first.score_a + second.score_a)] += 1
 
 
-def game_end(board: cshogi.Board, max_moves: int, declaration: str = "27") -> tuple[int | None, str] | None:
-    """(winner, reason) if the game is over with `board`'s side to move, else None.
+@dataclass(eq=False, kw_only=True)
+class _Playing(Game):
+    """A match game in progress (`seats`: side A plays Black in the even games)."""
 
-    The rules self-play plays by (`dlzero.game_end`: sennichite at the fourth occurrence, mate,
-    declaration, then the move cap), so the gate scores the games the way training sees them.
-    """
-    verdict = rules_game_end(board, GameRules(repetitions=3, max_moves=max_moves, declaration=declaration))
-    return None if verdict is None else (verdict.winner, verdict.reason)
-
-
-@dataclass
-class _Game:
     index: int
-    board: cshogi.Board
-    start_sfen: str
-    opening_plies: int
     a_is_black: bool
-    trees: list[Tree | None] = field(default_factory=lambda: [None, None])
-    end: tuple[int | None, str] | None = None
-
-    @property
-    def slot_to_move(self) -> int:
-        """0 when side A is to move, 1 for side B."""
-        return 0 if (self.board.turn == cshogi.BLACK) == self.a_is_black else 1
+    start_sfen: str
 
 
-class _Player:
-    """One side of the match: a searcher over an Evaluator, or a random mover."""
-
-    def __init__(self, side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generator,
-                 resign_threshold: float) -> None:
-        if isinstance(side, str) and side != RANDOM:
+def _player(side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generator, resign_threshold: float,
+            random_mover: RandomMover) -> MoveChooser:
+    """The player of a side: a chooser as it is, "random" as the match's random mover, an Evaluator searched."""
+    if isinstance(side, str):
+        if side != RANDOM:
             raise ValueError(f"a side is an Evaluator, a MoveChooser or '{RANDOM}', not {side!r}")
-        self.chooser = side if isinstance(side, MoveChooser) else None
-        self.search = None if isinstance(side, str) or self.chooser else Search(side, cfg, rng)
-        self.cfg = cfg
-        self.playouts = playouts
-        self.rng = rng
-        self.resign_threshold = resign_threshold
-
-    def choose(self, games: Sequence[_Game], slot: int) -> list[int | None]:
-        """A move for each game (all with this side to move); None means resign."""
-        if self.chooser is not None:
-            return self.chooser.choose([g.board for g in games])
-        if self.search is None:
-            return [int(self.rng.choice(list(g.board.legal_moves))) for g in games]
-        moves: list[int | None] = [None] * len(games)
-        to_search: list[int] = []
-        for k, g in enumerate(games):
-            mate = find_mate(g.board, self.cfg.root_mate_depth) if self.cfg.root_mate_depth else 0
-            if mate:
-                moves[k] = mate
-            else:
-                if g.trees[slot] is None:
-                    g.trees[slot] = Tree(g.board.copy())
-                to_search.append(k)
-        trees = [games[k].trees[slot] for k in to_search]
-        if trees:
-            self.search.run(trees, self.playouts)
-        for k, tree in zip(to_search, trees, strict=True):
-            if self.resign_threshold > 0 and root_winrate(tree) < self.resign_threshold:
-                continue  # stays None: resign
-            moves[k] = int(tree.root.moves[chosen_index(tree)])  # PUCT's most visited, or Gumbel's choice
-        return moves
-
-
-def _play_move(game: _Game, move: int, reuse: bool) -> None:
-    game.board.push(move)
-    for slot, tree in enumerate(game.trees):
-        if tree is None:
-            continue
-        if reuse:
-            tree.advance(move)
-        else:
-            game.trees[slot] = None
+        return random_mover
+    if isinstance(side, MoveChooser):
+        return side
+    return SearchPlayer(side, cfg, playouts, rng, resign_threshold=resign_threshold)
 
 
 def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playouts: int | None = None,
                parallel: int = 16, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
                resign_threshold: float = 0.0, record_dir: str | Path | None = None,
                names: tuple[str, str] = ("A", "B"),
-               on_game: Callable[[GameRecord, MatchResult], None] | None = None,
+               on_game: Callable[[MatchGame, MatchResult], None] | None = None,
                opening_offset: int = 0) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time.
 
@@ -237,33 +177,45 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     `n_games` counts alone); they are written as CSA files to `record_dir` (if given) and reported
     to `on_game` then. With `sprt`, the pentanomial test (`cfg.gate` elo0/elo1/alpha/beta) runs
     after every complete pair and the match stops once it decides; games still running or waiting
-    for their partner are dropped.
+    for their partner are dropped. Both sides named "random" share one random mover, seeded by `seed`.
     """
     gate = cfg.gate
     search_cfg = dataclasses.replace(cfg.search, max_moves=gate.max_moves, leaves_per_tree=gate.leaves_per_tree)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # the searches': without root noise they draw nothing from it
     lines = list(openings) if openings is not None else load_openings(gate.openings)
     starts = match_starts(lines, (n_games + 1) // 2, seed, offset=opening_offset,
                           variation_plies=gate.variation_plies, margin=gate.suite_margin)
-    players = [_Player(side, search_cfg, playouts or gate.playouts, rng, resign_threshold)
+    random_mover = RandomMover(seed)
+    players = [_player(side, search_cfg, playouts or gate.playouts, rng, resign_threshold, random_mover)
                for side in (side_a, side_b)]
     out_dir = Path(record_dir) if record_dir is not None else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     result = MatchResult()
-    active: list[_Game] = []
-    waiting: dict[int, GameRecord] = {}  # finished games whose partner is still playing, by index
+    waiting: dict[int, MatchGame] = {}  # finished games whose partner is still playing, by index
     started = 0
 
-    def count(record: GameRecord) -> None:
+    def count(record: MatchGame) -> None:
         result.add(record)
         if out_dir is not None:
             atomic_write_text(out_dir / f"game-{record.index:03d}.csa", record.csa(*names))
 
-    def finish(game: _Game) -> None:
-        winner, reason = game.end
-        record = GameRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
-                            list(game.board.history), winner, reason)
+    def start() -> _Playing | None:
+        nonlocal started
+        if started >= n_games or result.decision != "continue":
+            return None
+        board = starts[started // 2].copy()
+        a_is_black = started % 2 == 0
+        game = _Playing(board, seats=(0, 1) if a_is_black else (1, 0), opening_plies=len(board.history),
+                        index=started, a_is_black=a_is_black, start_sfen=start_position(board))
+        started += 1
+        return game
+
+    def finish(game: _Playing) -> None:
+        if result.decision != "continue":
+            return  # the test has decided: games still running are dropped
+        record = MatchGame(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
+                           list(game.board.history), game.end.winner, game.end.reason)
         partner = record.index ^ 1
         if partner >= n_games:  # the last game of an odd count: no pair, counts alone
             count(record)
@@ -285,29 +237,10 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
         if on_game:
             on_game(second, result)
 
-    while True:
-        while len(active) < parallel and started < n_games and result.decision == "continue":
-            board = starts[started // 2].copy()
-            game = _Game(started, board, start_position(board), len(board.history), a_is_black=started % 2 == 0)
-            game.end = game_end(board, gate.max_moves, cfg.search.entering_king_rule)
-            active.append(game)
-            started += 1
-        for slot in (0, 1):
-            movers = [g for g in active if g.end is None and g.slot_to_move == slot]
-            if not movers:
-                continue
-            for game, move in zip(movers, players[slot].choose(movers, slot), strict=True):
-                if move is None:
-                    game.end = (1 - game.board.turn, "resign")
-                    continue
-                _play_move(game, move, search_cfg.reuse_tree)
-                game.end = game_end(game.board, gate.max_moves, cfg.search.entering_king_rule)
-        for game in [g for g in active if g.end is not None]:
-            active.remove(game)
-            if result.decision == "continue":
-                finish(game)
-        if result.decision != "continue" or (not active and started >= n_games):
-            return result
+    play_lockstep(players, start, finish, play_rules(gate.max_moves, cfg.search.entering_king_rule),
+                  parallel=parallel, reuse_trees=search_cfg.reuse_tree,
+                  should_stop=lambda _steps: result.decision != "continue")
+    return result
 
 
 def append_rating(path: str | Path, row: dict) -> None:

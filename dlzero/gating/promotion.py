@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
-from dlzero.gating.arena import GameRecord, MatchResult, append_rating, play_match
+from dlzero.gating.arena import MatchGame, MatchResult, append_rating, play_match
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir, generation_name
 
@@ -106,7 +106,7 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     bar = tqdm(total=n_games, desc=f"gate {names[0]} vs {names[1]}", unit="game", file=sys.stderr,
                disable=not progress, leave=False)
 
-    def on_game(_: GameRecord, m: MatchResult) -> None:
+    def on_game(_: MatchGame, m: MatchResult) -> None:
         bar.update(1)
         bar.set_postfix_str(f"W-D-L {m.wins}-{m.draws}-{m.losses} pairs {m.n_pairs} LLR {m.llr:+.2f}")
 
@@ -126,7 +126,7 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
                         match.score, elo, low, high, match.llr, decision, promoted, tuple(match.pairs))
     if promoted:
         rd.set_best(candidate_generation, f"gate: {decision}, {result.summary()}")
-    append_rating(rd.metrics_dir / "ratings.csv", {
+    append_rating(rd.ratings_csv, {
         "generation": candidate_generation, "opponent": best.generation, "games": result.games,
         "wins": result.wins, "draws": result.draws, "losses": result.losses, "score": f"{result.score:.4f}",
         "elo": f"{elo:.1f}", "elo_low": f"{low:.1f}", "elo_high": f"{high:.1f}", "llr": f"{match.llr:.3f}",

@@ -20,7 +20,7 @@ settings differ from the current ones (another playout count is another player) 
 counted in the report.
 
 The fit (`dlzero.gating.elo_fit`) pins `random` at 0. `metrics/elo.csv` gets one row per rated player
-(`ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for
+(`dlzero.runfiles.ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for
 players that are not models of the run; `anchor` is 1 for members of the anchor pool (so `gen-0000`, when
 it is an anchor, has generation 0 and anchor 1); `wall_seconds` is the time from the run's first model's
 creation to this model's (checkpoint metadata, else file time), empty for non-models.
@@ -49,17 +49,18 @@ from tqdm import tqdm
 from dlzero.config import Config, gate_interval
 from dlzero.data.atomic import atomic_write_text
 from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
-from dlzero.gating.arena import GameRecord, MatchResult, play_match
+from dlzero.gating.arena import MatchGame, MatchResult, play_match
+from dlzero.gating.chain import is_promoted
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_ratings
 from dlzero.gating.usi_opponent import UsiOpponent
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir, generation_name
+from dlzero.runfiles import ELO_COLUMNS
 
 log = logging.getLogger("dlzero.rating")
 
 FILE_FORMAT = "dlzero-rating-games"
 FILE_VERSION = 1
-ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
 _WINNERS = {"black": cshogi.BLACK, "white": cshogi.WHITE, None: None}
 
 
@@ -86,10 +87,6 @@ class RateReport:
     left_out: int = 0  # stored games at other settings
 
 
-def rating_dir(rd: RunDir) -> Path:
-    return rd.root / "rating"
-
-
 def _check_batch(data: Any) -> Batch:
     """A stored batch, validated; ValueError says what is wrong."""
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
@@ -113,7 +110,7 @@ def _check_batch(data: Any) -> Batch:
 
 def load_batches(rd: RunDir) -> tuple[list[tuple[Path, Batch]], list[str]]:
     """Every readable batch file of the run (sorted by name) and one problem line per unreadable one."""
-    return load_batch_folder(rating_dir(rd))
+    return load_batch_folder(rd.rating_dir)
 
 
 def load_batch_folder(folder: Path) -> tuple[list[tuple[Path, Batch]], list[str]]:
@@ -202,10 +199,9 @@ def write_elo_csv(rd: RunDir, ratings: RatingList, anchors: set[str]) -> Path:
     writer = csv.DictWriter(buf, fieldnames=ELO_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    out = rd.metrics_dir / "elo.csv"
     rd.metrics_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, buf.getvalue())
-    return out
+    atomic_write_text(rd.elo_csv, buf.getvalue())
+    return rd.elo_csv
 
 
 def promoted_generations(rd: RunDir, gate_mode: str = "sprt") -> list[int]:
@@ -213,15 +209,11 @@ def promoted_generations(rd: RunDir, gate_mode: str = "sprt") -> list[int]:
     and up to the current best those that `gate_mode` promotes without a match (all under `off`)."""
     have = set(rd.generations())
     gens = {0} & have
-    path = rd.metrics_dir / "ratings.csv"
-    if path.is_file():
-        with path.open(newline="", encoding="utf-8") as fh:
+    if rd.ratings_csv.is_file():
+        with rd.ratings_csv.open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
-                flag = row.get("promoted")
-                promoted = (row.get("decision") == "accept" if flag in (None, "")
-                            else flag not in ("0", "False", "false"))
                 try:
-                    if promoted:
+                    if is_promoted(row):
                         gens.add(int(row.get("generation") or ""))
                 except ValueError:
                     continue
@@ -274,15 +266,15 @@ def _seed(a: str, b: str) -> int:
 def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int) -> Path:
     tag = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
     safe = re.sub(r"[^A-Za-z0-9_.+=-]", "-", f"{a}--{b}")  # usi:PATH names hold slashes and spaces
-    path = rating_dir(rd) / f"{safe}--{tag}--{start:05d}.json"
+    path = rd.rating_dir / f"{safe}--{tag}--{start:05d}.json"
     n = 1
     while path.exists():
         n += 1
-        path = rating_dir(rd) / f"{safe}--{tag}--{start:05d}-{n}.json"
+        path = rd.rating_dir / f"{safe}--{tag}--{start:05d}-{n}.json"
     return path
 
 
-def stored_game(game: GameRecord, a: str, b: str) -> dict[str, Any]:
+def stored_game(game: MatchGame, a: str, b: str) -> dict[str, Any]:
     """A finished match game as a batch file keeps it (`a` and `b`: the players' names)."""
     winner = None if game.winner is None else ("black" if game.winner == cshogi.BLACK else "white")
     return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
@@ -360,13 +352,13 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
             seed = _seed(a, b)  # one shuffle of the opening suite per pairing; top-ups continue along it
             bar.set_postfix_str(f"{a} vs {b}")
 
-            def on_game(game: GameRecord, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
+            def on_game(game: MatchGame, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
                 batch.games.append(stored_game(game, a, b))
                 batch.games.sort(key=lambda g: g["game"])  # in match order, whatever order they ended in
                 atomic_write_text(path, batch.to_json())
                 bar.update(1)
 
-            rating_dir(rd).mkdir(parents=True, exist_ok=True)
+            rd.rating_dir.mkdir(parents=True, exist_ok=True)
             result = play_match(sides.get(a, seed + start), sides.get(b, seed + start + 1), need, cfg,
                                 playouts=cfg.rate.playouts, parallel=min(need, cfg.rate.parallel), seed=seed,
                                 opening_offset=start // 2, names=(a, b), on_game=on_game)

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import cshogi
 
 from dlzero.gating.usi_client import Go, UsiEngine, UsiEngineError
+from dlzero.play.game import Game
 
 __all__ = ["UsiEngineError", "UsiOpponent"]
 
@@ -45,9 +46,9 @@ class UsiOpponent:
     def close(self) -> None:
         self.engine.close()
 
-    def choose(self, boards: Sequence[cshogi.Board]) -> list[int | None]:
+    def choose(self, games: Sequence[Game]) -> list[int | None]:
         self.start()
-        return [self._move(board) for board in boards]
+        return [self._move(game.board) for game in games]
 
     def _move(self, board: cshogi.Board) -> int | None:
         text = self.engine.go(board, self.go).bestmove

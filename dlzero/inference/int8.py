@@ -1,5 +1,10 @@
 """`inference.precision: int8`: the quantized model file beside a model, made on demand, and loaded.
 
+`prepare_int8` is where that setting becomes a file: the loop calls it after training, self-play
+before its workers start, and the loader whenever it loads a model, so a model is quantized once
+and every later load finds the file ready. (The benchmark's int8 rows measure speed, so
+`ungated_int8` quantizes with the gate's first recipe whatever its accuracy, in memory.)
+
 `X.pt` or `X.onnx` has its int8 model at `X.int8.onnx` in the same folder. The file always runs:
 it holds the quantized graph when the accuracy gate accepted it, else the fp32 graph, and its
 `dlzero_quant` metadata says which and why (`dlzero.model.quantize`). It is (re)made when it is
@@ -24,7 +29,21 @@ from dlzero.errors import BackendError, DataError, ModelFileError
 from dlzero.model.calibration import CalibrationSet, from_path, from_random_games, from_shards
 from dlzero.model.checkpoint import load_model_file
 from dlzero.model.export import onnx_bytes
-from dlzero.model.quantize import QUANT_KEY, QuantReport, quantize_with_gate, read_report
+from dlzero.model.quantize import (
+    QUANT_KEY,
+    Accuracy,
+    QuantReport,
+    measure,
+    outputs,
+    prepare,
+    quantize,
+    quantize_with_gate,
+    read_report,
+    recipes,
+    session,
+)
+from dlzero.rundir import RunDir
+from dlzero.runfiles import MODELS_DIR
 
 INT8_SUFFIX = ".int8.onnx"
 
@@ -50,12 +69,10 @@ def fp32_bytes(model: str | Path) -> bytes:
 
 def _run_shards(model: Path, limit: int) -> list[Path]:
     """The newest self-play shards of the run `model` belongs to (runs/NAME/models/gen-XXXX.pt)."""
-    from dlzero.rundir import RunDir
-
-    root = model.resolve().parent.parent
-    if model.resolve().parent.name != "models" or not (root / "run.json").is_file():
+    rd = RunDir(model.resolve().parent.parent)
+    if model.resolve().parent.name != MODELS_DIR or not rd.info_path.is_file():
         return []
-    return RunDir(root).shards()[:limit]
+    return rd.shards()[:limit]
 
 
 def calibration_for(model: str | Path, cfg: QuantizeConfig) -> CalibrationSet:
@@ -115,15 +132,33 @@ def ensure_int8(model: str | Path, cfg: QuantizeConfig) -> Path:
     return target
 
 
-def load_int8(model: str | Path, cfg: InferenceConfig):
-    """An OnnxEvaluator on `model`'s int8 version (or on fp32, with a warning, when the gate rejected int8)."""
-    from dlzero.inference.onnx_backend import OnnxEvaluator
-
+def prepare_int8(model: str | Path, cfg: InferenceConfig) -> Path | None:
+    """With `inference.precision: int8`, the int8 file that runs for `model`, made now when it is missing or
+    stale; None at any other precision. The one place that turns the setting into a file (module docstring)."""
+    if cfg.precision != "int8":
+        return None
     if cfg.backend == "torch":
         raise BackendError("precision int8 runs on onnxruntime: use backend onnx (or auto), not torch")
-    path = ensure_int8(model, cfg.quantize)
+    return ensure_int8(model, cfg.quantize)
+
+
+def load_int8(path: Path, cfg: InferenceConfig):
+    """An OnnxEvaluator on an int8 file from `prepare_int8` (running fp32, with a warning, when the gate
+    rejected int8)."""
+    from dlzero.inference.onnx_backend import OnnxEvaluator
+
     evaluator = OnnxEvaluator(path, replace(cfg, backend="onnx"))
     report = evaluator.quant_report
     if report is not None and not report.accepted:
         log.warning("%s: %s", path, report.summary())
     return evaluator
+
+
+def ungated_int8(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig) -> tuple[bytes, str, Accuracy]:
+    """`fp32` quantized by the first recipe the gate would try, kept whatever its accuracy: (model, the
+    recipe in words, its accuracy against fp32 on `data.holdout`). For a speed benchmark, which must
+    run int8 even where the gate would fall back to fp32 (a random network, say)."""
+    method, keep = recipes(cfg)[0][0]
+    model = quantize(prepare(fp32), data.calibration, method, keep, cfg.activations)
+    accuracy = measure(outputs(session(fp32), data.holdout), model, data.holdout, data.holdout_legal)
+    return model, f"{method}, fp32 kept: {keep}", accuracy

@@ -7,7 +7,7 @@ from pathlib import Path
 from dlzero.config import InferenceConfig
 from dlzero.errors import ModelFileError
 from dlzero.inference.base import Evaluator
-from dlzero.inference.int8 import load_int8
+from dlzero.inference.int8 import load_int8, prepare_int8
 from dlzero.inference.onnx_backend import OnnxEvaluator
 from dlzero.inference.torch_backend import TorchEvaluator
 from dlzero.model.checkpoint import load_model_file
@@ -29,8 +29,9 @@ def load_model(path: str | Path, cfg: InferenceConfig | None = None) -> Evaluato
         raise ModelFileError(f"model file '{p}' must end in .pt (checkpoint) or .onnx")
     if not p.is_file():
         raise ModelFileError(f"model file '{p}' does not exist")
-    if cfg.precision == "int8":
-        return load_int8(p, cfg)
+    int8 = prepare_int8(p, cfg)
+    if int8 is not None:
+        return load_int8(int8, cfg)
     if suffix == ".onnx":
         if cfg.backend == "torch":
             raise ModelFileError(f"{p}: an ONNX model runs on the onnx backend, not torch")

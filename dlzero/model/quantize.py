@@ -219,7 +219,7 @@ def quantize(prepared: onnx.ModelProto, calibration: np.ndarray, method: str, ke
         return dst.read_bytes()
 
 
-def _recipes(cfg: QuantizeConfig) -> list[list[tuple[str, str]]]:
+def recipes(cfg: QuantizeConfig) -> list[list[tuple[str, str]]]:
     """Levels of (method, keep_fp32), cheapest graph first; within a level the most accurate wins."""
     methods = METHODS if cfg.calibration == "auto" else (cfg.calibration,)
     levels = KEEP_LEVELS if cfg.keep_fp32 == "auto" else (cfg.keep_fp32,)
@@ -263,7 +263,7 @@ def quantize_with_gate(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig,
                          calibration_positions=len(data.calibration), holdout_positions=len(data.holdout),
                          settings=asdict(cfg))
     best: tuple[Accuracy, str] | None = None  # the most accurate attempt and its recipe, for the rejection message
-    for level in _recipes(cfg):
+    for level in recipes(cfg):
         passing: list[tuple[Accuracy, str, str, bytes]] = []
         for method, keep in level:
             model = quantize(prepared, data.calibration, method, keep, cfg.activations)

@@ -31,7 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dlzero.data.atomic import atomic_write_text
-from dlzero.data.hcpe3 import GameRecord, is_committed, read_hcpe3, read_sidecar, write_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Game, is_committed, read_hcpe3, read_sidecar, write_hcpe3
 from dlzero.teacher.base import Teacher, TeacherError
 from dlzero.teacher.label import PlaySettings, play_games, relabel_games
 from dlzero.teacher.sources import SourceGame, opening_lines, read_source_games
@@ -244,7 +244,7 @@ def teach(settings: TeachSettings, progress: bool = True) -> TeachReport:
     seconds = time.perf_counter() - started
     if plan is not None and total < settings.positions:
         log.warning("the sources hold only %d positions (asked for %d)", total, settings.positions)
-    joined: list[GameRecord] = []
+    joined: list[Hcpe3Game] = []
     for i in range(k):
         joined += read_hcpe3(part_path(parts_dir, i))  # replayed: every move and candidate legal
     write_hcpe3(out, joined, meta={"teacher": settings.teacher, "positions": total, "parts": k,

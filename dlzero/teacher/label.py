@@ -31,7 +31,7 @@ from dlzero.data.hcpe3 import (
     FLAG_REPETITION,
     RESULT_DRAW,
     WHITE_WIN,
-    GameRecord,
+    Hcpe3Game,
     MoveRecord,
 )
 from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_PERPETUAL_CHECK, END_REPETITION, GameRules, game_end
@@ -91,7 +91,7 @@ class _TeacherGame:
     def __init__(self, line: str) -> None:
         self.board = parse_position(line)
         self.start_sfen = start_position(self.board)
-        self.record = GameRecord.from_board(cshogi.Board(self.start_sfen))
+        self.record = Hcpe3Game.from_board(cshogi.Board(self.start_sfen))
         self.record.moves = [MoveRecord(cshogi.move16(m)) for m in self.board.history]  # the suite's plies
         self.teacher_plies = 0
 
@@ -127,13 +127,13 @@ def _new_game(openings: Sequence[str], rng: np.random.Generator, rules: GameRule
 
 
 def play_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: int, settings: PlaySettings,
-               report: Report) -> tuple[list[GameRecord], int]:
+               report: Report) -> tuple[list[Hcpe3Game], int]:
     """`n_games` games of the teacher against itself: (the games with at least one ply, positions labelled)."""
     rng = np.random.default_rng(seed)
     rules = GameRules(repetitions=3, max_moves=settings.max_moves, declaration=settings.declaration)
     lockstep = max(1, min(n_games, teacher.batch_size))
     active: list[_TeacherGame] = []
-    done: list[GameRecord] = []
+    done: list[Hcpe3Game] = []
     started = positions = 0
     while started < n_games or active:
         while len(active) < lockstep and started < n_games:
@@ -152,7 +152,7 @@ def play_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: in
     return done, positions
 
 
-def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report) -> tuple[list[GameRecord], int]:
+def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report) -> tuple[list[Hcpe3Game], int]:
     """Every ply of `games` labelled by the teacher: (the games, positions labelled)."""
     queries: list[Query] = []
     for game in games:
@@ -165,10 +165,10 @@ def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report)
     for start in range(0, len(queries), step):
         labels += label_positions(teacher, queries[start:start + step])
         report(len(labels) - start)
-    out: list[GameRecord] = []
+    out: list[Hcpe3Game] = []
     it = iter(labels)  # a label without a move (resigned, declared) gives a ply without candidates
     for game in games:
-        record = GameRecord.from_board(cshogi.Board(game.start_sfen))
+        record = Hcpe3Game.from_board(cshogi.Board(game.start_sfen))
         record.result = game.result
         record.moves = [move_record(next(it), move16) for move16 in game.moves]
         out.append(record)

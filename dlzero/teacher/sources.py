@@ -23,7 +23,7 @@ import cshogi
 from dlzero.data.hcpe3 import RESULT_DRAW, SHARD_SUFFIX, read_hcpe3
 from dlzero.data.records import RECORD_SUFFIXES, read_games
 from dlzero.errors import DataError
-from dlzero.gating.openings import load_openings
+from dlzero.play.openings import load_openings
 from dlzero.teacher.base import TeacherError
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,9 @@
-"""Opening suites: many distinct, balanced start positions, so that a match never plays a game twice.
+"""Openings: reading them (`load_openings`), and opening suites, many distinct, balanced start positions,
+so that a match never plays a game twice.
+
+**Reading** (`load_openings`): a file of `startpos moves ...` or `sfen ... [moves ...]` lines (blank
+lines and `#` comments skipped), each checked when read, so a bad line fails before any game is played.
+Self-play starts each game at a random line of `selfplay.openings`; matches use a suite (below).
 
 Two searchers without noise are deterministic: from the same start position with the same colours
 they replay the same game. A match therefore starts every colour-swapped pair of games from its own
@@ -14,8 +19,8 @@ position if it is new (no transposition of one already kept) and balanced:
 
 - material: the side to move is not in check, has no mate within 3 plies, and the best it can
   reach in material after one move of its own and any sequence of captures (a small quiescence
-  search, piece values in pawns below) is within `suite_margin` pawns of even, so no piece hangs
-  for either side;
+  search over `dlzero.play.material.SUITE_VALUES`) is within `suite_margin` pawns of even, so no
+  piece hangs for either side;
 - with a network and `suite_playouts > 0`, also its value: the win rate of a short search is within
   `suite_value_margin` of 1/2.
 
@@ -38,18 +43,13 @@ import numpy as np
 from tqdm import tqdm
 
 from dlzero.data.atomic import atomic_write_text
-from dlzero.errors import ConfigError
+from dlzero.errors import ConfigError, PositionError
+from dlzero.play.material import PAWN, SUITE_VALUES, captures, material
 from dlzero.position import parse_position, position_string
+from dlzero.resources import config_path
 from dlzero.search import Search, Tree, root_winrate
 
-SUITE_PATH = Path(__file__).resolve().parents[2] / "configs" / "openings" / "gate.txt"
-
-# Material in pawns by cshogi piece type (1 pawn .. 8 king, 9..14 promoted); a common rough scale.
-PIECE_VALUES = {cshogi.PAWN: 1.0, cshogi.LANCE: 3.0, cshogi.KNIGHT: 4.0, cshogi.SILVER: 5.0, cshogi.GOLD: 6.0,
-                cshogi.BISHOP: 8.0, cshogi.ROOK: 10.0, cshogi.KING: 0.0, cshogi.PROM_PAWN: 6.0,
-                cshogi.PROM_LANCE: 6.0, cshogi.PROM_KNIGHT: 6.0, cshogi.PROM_SILVER: 6.0,
-                cshogi.PROM_BISHOP: 10.0, cshogi.PROM_ROOK: 12.0}
-HAND_VALUES = (1.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)  # cshogi's hand order: P L N S G B R
+SUITE_PATH = config_path("openings", "gate.txt")
 QUIESCENCE_DEPTH = 8   # captures followed at most this deep (opening positions hold few)
 MATE_CHECK_PLIES = 3
 
@@ -60,42 +60,38 @@ def position_key(board: cshogi.Board) -> str:
 
 
 def load_openings(path: str | Path | None) -> list[str]:
-    """Opening lines from a file (blank lines and # comments skipped); empty path: the shipped suite."""
+    """The lines of an openings file, each checked with `parse_position` (and not already a finished
+    game) so that a bad one fails now; a leading `position ` is dropped. Empty path: the shipped suite."""
     p = Path(path) if path else SUITE_PATH
     if not p.is_file():
         hint = " (the shipped suite is missing: is this a full checkout?)" if not path else ""
         raise ConfigError(f"openings file '{p}' does not exist{hint}")
-    lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    lines = []
+    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("position ")
+        try:
+            board = parse_position(line)
+        except PositionError as exc:
+            raise ConfigError(f"{p}:{n}: {exc}") from None
+        if board.is_game_over():
+            raise ConfigError(f"{p}:{n}: the opening ends in a finished game")
+        lines.append(line)
     if not lines:
         raise ConfigError(f"openings file '{p}' holds no positions")
     return lines
 
 
 # -- balance -------------------------------------------------------------------------------------
-def material(board: cshogi.Board) -> float:
-    """Material on board and in hand, in pawns, from the side to move's point of view."""
-    total = 0.0
-    for piece in board.pieces:
-        if piece:
-            value = PIECE_VALUES[piece & 15]
-            total += value if piece < 16 else -value  # cshogi: white pieces are type + 16
-    black_hand, white_hand = board.pieces_in_hand
-    total += sum(v * (b - w) for v, b, w in zip(HAND_VALUES, black_hand, white_hand, strict=True))
-    return total if board.turn == cshogi.BLACK else -total
-
-
-def _captures(board: cshogi.Board) -> list[int]:
-    return [m for m in board.legal_moves if not cshogi.move_is_drop(m) and board.piece(cshogi.move_to(m))]
-
-
 def _quiesce(board: cshogi.Board, alpha: float, beta: float, depth: int) -> float:
-    """Material after the best sequence of captures (standing pat allowed), side to move's view."""
-    stand = material(board)
+    """Material after the best sequence of captures (standing pat allowed), side to move's view (centipawns)."""
+    stand = material(board, SUITE_VALUES)
     if stand >= beta or depth == 0:
         return stand
     alpha = max(alpha, stand)
-    for move in _captures(board):
+    for move in captures(board):
         board.push(move)
         score = -_quiesce(board, -beta, -alpha, depth - 1)
         board.pop()
@@ -106,13 +102,13 @@ def _quiesce(board: cshogi.Board, alpha: float, beta: float, depth: int) -> floa
 
 
 def material_balance(board: cshogi.Board) -> float:
-    """What the side to move can keep in material: its best move, then captures only (pawns)."""
+    """What the side to move can keep in material: its best move, then captures only (in pawns)."""
     best = -float("inf")
     for move in board.legal_moves:
         board.push(move)
         best = max(best, -_quiesce(board, -float("inf"), -best, QUIESCENCE_DEPTH))
         board.pop()
-    return best
+    return best / PAWN
 
 
 def is_balanced(board: cshogi.Board, margin: float) -> bool:

@@ -17,16 +17,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-TIMELINE_CSV = "timeline.csv"
-COLUMNS = ("phase", "generation", "start", "seconds")
+from dlzero.runfiles import TIMELINE_COLUMNS
 
 
 class Timeline:
-    """Appends phase rows to `metrics/timeline.csv`; safe to use from several threads."""
+    """Appends phase rows to `path` (a run's `RunDir.timeline_csv`); safe to use from several threads."""
 
-    def __init__(self, metrics_dir: Path) -> None:
-        metrics_dir.mkdir(parents=True, exist_ok=True)
-        self.path = metrics_dir / TIMELINE_CSV
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self.started = time.time()
         self._open: dict[int, tuple[str, float]] = {}
         self._lock = threading.Lock()
@@ -51,7 +50,7 @@ class Timeline:
             with self.path.open("a", newline="") as fh:
                 w = csv.writer(fh, lineterminator="\n")
                 if new:
-                    w.writerow(COLUMNS)
+                    w.writerow(TIMELINE_COLUMNS)
                 stamp = _dt.datetime.fromtimestamp(start, _dt.timezone.utc).isoformat(timespec="seconds")
                 w.writerow([name, "" if generation is None else generation, stamp, f"{seconds:.2f}"])
 

@@ -5,10 +5,10 @@ games against fixed anchors, random mover = 0): each rated model with its 95 % i
 bar, against its generation and against the time since the run's first model, and the anchors
 (alpha-beta rungs, outside engines) as labelled horizontal lines.
 
-Without ratings it falls back to the gate chain: gates only compare a candidate with the best of
-the moment, so the chain is Elo(new best) = Elo(the best it beat) + that gate's estimate, with
-generation 0 at 0; rejected candidates are drawn at the Elo their gate measured. The chain sums
-noisy, self-referential estimates and inflates; it is drawn only when nothing better exists.
+Without ratings it falls back to the gate chain (`dlzero.gating.chain`, which the dashboard draws
+too): Elo(new best) = Elo(the best it beat) + that gate's estimate, with generation 0 at 0;
+rejected candidates are drawn at the Elo their gate measured. The chain sums noisy,
+self-referential estimates and inflates; it is drawn only when nothing better exists.
 All CSVs are read leniently (missing files, columns or cells are skipped): the plot must never
 break a run.
 """
@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 from dlzero.data.atomic import atomic_write_bytes  # noqa: E402
+from dlzero.gating.chain import Gate, gate_chain, read_gates  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 
@@ -60,28 +61,6 @@ def loss_series(rows: list[dict[str, str]]) -> tuple[str, dict[str, tuple[list[f
     return x_key or "row", series
 
 
-def elo_chain(rows: list[dict[str, str]]) -> tuple[dict[int, float], list[tuple[int, float]]]:
-    """({promoted generation: Elo vs generation 0}, [(rejected generation, measured Elo)]).
-
-    A row counts as promoted by its `promoted` column, or, in files without one, decision "accept".
-    """
-    best: dict[int, float] = {}
-    rejected: list[tuple[int, float]] = []
-    for row in rows:
-        gen, opp, elo = _num(row.get("generation")), _num(row.get("opponent")), _num(row.get("elo"))
-        if gen is None or elo is None:
-            continue
-        base = best.setdefault(int(opp), 0.0) if opp is not None else 0.0
-        flag = row.get("promoted")
-        # files written before the `promoted` column existed only say whether SPRT accepted
-        promoted = row.get("decision") == "accept" if flag in (None, "") else flag not in ("0", "False", "false")
-        if promoted:
-            best[int(gen)] = base + elo
-        else:
-            rejected.append((int(gen), base + elo))
-    return best, rejected
-
-
 def anchored_series(rows: list[dict[str, str]]) -> tuple[list[tuple[int, float | None, float, float, float]],
                                                          list[tuple[str, float]]]:
     """From elo.csv rows: ([(generation, wall seconds or None, elo, low, high)] by generation,
@@ -113,11 +92,27 @@ def _draw_anchored(ax, xs: list[float], models: list, anchors: list[tuple[str, f
     ax.legend(loc="lower right")
 
 
-def _draw_gate_chain(ax, rows: list[dict[str, str]]) -> None:
-    best, rejected = elo_chain(rows)
+def chain_series(gates: list[Gate]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """([(generation, Elo vs generation 0)] of generation 0 and the promoted ones, by generation,
+    [(rejected generation, the Elo its gate measured)]); gates the chain cannot place are left out."""
+    best: dict[int, float] = {}
+    rejected: list[tuple[int, float]] = []
+    for gate, place in zip(gates, gate_chain(gates), strict=True):
+        if place is None:
+            continue
+        best.setdefault(0, 0.0)  # the chain's origin
+        if gate.promoted:
+            best[gate.generation] = place.elo
+        else:
+            rejected.append((gate.generation, place.elo))
+    return sorted(best.items()), rejected
+
+
+def _draw_gate_chain(ax, gates: list[Gate]) -> None:
+    best, rejected = chain_series(gates)
     if best:
-        gens = sorted(best)
-        ax.plot(gens, [best[g] for g in gens], "o-", label="promoted")
+        gens, elos = zip(*best, strict=True)
+        ax.plot(gens, elos, "o-", label="promoted")
     if rejected:
         gens, elos = zip(*rejected, strict=True)
         ax.plot(gens, elos, "x", color="tab:red", label="rejected")
@@ -132,8 +127,8 @@ def _draw_gate_chain(ax, rows: list[dict[str, str]]) -> None:
 
 def plot_progress(rd: RunDir) -> Path:
     """Write metrics/progress.png (atomically) from metrics.csv, elo.csv (or ratings.csv); returns its path."""
-    x_label, losses = loss_series(_rows(rd.metrics_dir / "metrics.csv"))
-    models, anchors = anchored_series(_rows(rd.metrics_dir / "elo.csv"))
+    x_label, losses = loss_series(_rows(rd.train_csv))
+    models, anchors = anchored_series(_rows(rd.elo_csv))
     fig, (ax_loss, ax_elo, ax_time) = plt.subplots(1, 3, figsize=(16, 4.5))
     for name, (xs, ys) in losses.items():
         ax_loss.plot(xs, ys, label=name)
@@ -153,7 +148,7 @@ def plot_progress(rd: RunDir) -> Path:
             _draw_anchored(ax_time, [m[1] / scale for m in timed], timed, anchors, f"{unit} since generation 0")
         ax_time.set_title("anchored strength by wall time")
     else:
-        _draw_gate_chain(ax_elo, _rows(rd.metrics_dir / "ratings.csv"))
+        _draw_gate_chain(ax_elo, read_gates(rd.ratings_csv))
         ax_time.text(0.5, 0.5, "no anchored ratings yet\n(dlzero rate --run ...)", ha="center", va="center",
                      transform=ax_time.transAxes)
         ax_time.set_title("anchored strength by wall time")
@@ -161,10 +156,9 @@ def plot_progress(rd: RunDir) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
-    out = rd.metrics_dir / "progress.png"
     rd.metrics_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out, buf.getvalue())
-    return out
+    atomic_write_bytes(rd.progress_png, buf.getvalue())
+    return rd.progress_png
 
 
 def plot_anchored_curve(elo_csv: str | Path, out: str | Path, title: str = "anchored Elo against time") -> Path:

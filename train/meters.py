@@ -1,4 +1,4 @@
-"""Training metrics: running sums between log rows, then rows to metrics.csv and TensorBoard.
+"""Training meters: running sums between log rows, then rows to metrics.csv and TensorBoard.
 
 metrics.csv gets its header once and one row per logged step. A resumed run replays the steps after
 its last checkpoint, so rows are written only for steps after the last one already in the file, and
@@ -14,9 +14,8 @@ from pathlib import Path
 import torch
 
 from dlzero.data.atomic import atomic_write_text
+from dlzero.runfiles import TENSORBOARD_DIR, TRAIN_COLUMNS, TRAIN_CSV
 
-COLUMNS = ("step", "generation", "samples", "policy_loss", "value_loss", "policy_acc", "value_acc", "lr",
-           "samples_per_s", "reply_loss")
 _SUMS = ("policy_loss", "value_loss", "policy_correct", "samples", "value_correct", "decisive", "reply_loss",
          "replies")
 
@@ -73,9 +72,9 @@ class MetricsLog:
         from torch.utils.tensorboard import SummaryWriter  # slow import: only the writing rank pays it
 
         metrics_dir.mkdir(parents=True, exist_ok=True)
-        self.csv_path = metrics_dir / "metrics.csv"
+        self.csv_path = metrics_dir / TRAIN_CSV
         self.last_step = self._repair_and_last_step()
-        self.tb = SummaryWriter(str(metrics_dir / "tb"), purge_step=resume_step + 1 if resume_step else None)
+        self.tb = SummaryWriter(str(metrics_dir / TENSORBOARD_DIR), purge_step=resume_step + 1 if resume_step else None)
 
     def _repair_and_last_step(self) -> int:
         """Last step in metrics.csv; a torn last line (a kill mid-write) is cut off first."""
@@ -100,7 +99,7 @@ class MetricsLog:
         new = not self.csv_path.is_file() or self.csv_path.stat().st_size == 0
         with self.csv_path.open("a", newline="") as fh:
             # a file begun by an older dlzero keeps its header: new columns are left out, not misaligned
-            w = csv.DictWriter(fh, fieldnames=COLUMNS if new else self._header(), extrasaction="ignore")
+            w = csv.DictWriter(fh, fieldnames=TRAIN_COLUMNS if new else self._header(), extrasaction="ignore")
             if new:
                 w.writeheader()
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
@@ -112,7 +111,7 @@ class MetricsLog:
 
     def _header(self) -> list[str]:
         with self.csv_path.open(newline="") as fh:
-            return next(csv.reader(fh), None) or list(COLUMNS)
+            return next(csv.reader(fh), None) or list(TRAIN_COLUMNS)
 
     def close(self) -> None:
         self.tb.close()

@@ -1,0 +1,21 @@
+"""Playing games: every game dlzero plays (self-play, the gate, ratings, `dlzero match`) is played here.
+
+- `game`: a game in progress, the `MoveChooser` protocol every player follows, the rules profile
+  (`play_rules`) and the one way a move is played (`play_move`);
+- `driver`: many games in lockstep (`play_lockstep`), each player moving in all its games at once;
+- `players`: the search over a network (`SearchPlayer`) and the random mover (`RandomMover`);
+- `openings`: reading openings files and making and using opening suites;
+- `material`: the piece values and material count (the alpha-beta anchor's, shared with the suites).
+
+What is not play stays with its stage: training targets, resignation and playout caps in self-play
+(`dlzero.selfplay.games`); promotion, SPRT, ratings and the Elo fit in `dlzero.gating`.
+"""
+
+from dlzero.play.driver import Played, play_lockstep
+from dlzero.play.game import END_RESIGN, Game, MoveChooser, play_move, play_rules
+from dlzero.play.players import RANDOM, RandomMover, SearchPlayer
+
+__all__ = [
+    "END_RESIGN", "RANDOM", "Game", "MoveChooser", "Played", "RandomMover", "SearchPlayer", "play_lockstep",
+    "play_move", "play_rules",
+]

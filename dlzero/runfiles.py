@@ -1,0 +1,52 @@
+"""What a run's files are called and which columns its CSV logs hold (the layout is in `dlzero.rundir`).
+
+Every writer and reader of a run file takes its name and columns from here, so a renamed file or
+an added column is one edit that every role sees. Paths come from `RunDir`'s attributes, which
+join these names; a module that gets only a folder (the trainer's log gets `metrics/`) joins the
+name itself. Nothing here touches the disk, so any layer may import it.
+"""
+
+from __future__ import annotations
+
+# -- the run's root
+RUN_INFO = "run.json"  # format version, created, dlzero version
+CONFIG_YAML = "config.yaml"  # the run's one config (see dlzero.commands.common.run_from_args)
+LOOP_STATE = "loop.json"  # where `dlzero loop` resumes (dlzero.loop.LoopState)
+SELFPLAY_STATE = "selfplay_state.json"  # resign threshold: self-play's parent writes it, workers read it
+
+# -- folders of the root
+MODELS_DIR = "models"
+DATA_DIR = "data"
+TRAIN_DIR = "train"
+GAMES_DIR = "games"
+RATING_DIR = "rating"
+LOCKS_DIR = "locks"
+METRICS_DIR = "metrics"
+TEACHER_DIR = "teacher"  # the run's copies of its teacher files (dlzero.train.teacher_files)
+
+# -- models/
+BEST_JSON = "best.json"
+
+# -- train/
+CHECKPOINT_NAME = "checkpoint.pt"  # the trainer's resume state
+SEEN_SHARDS = "seen-shards.json"  # shards some generation's window was planned over
+SHARD_COUNTS = "shard-counts.json"  # positions per shard, so a window is planned without reading them
+
+# -- metrics/
+TRAIN_CSV = "metrics.csv"  # training losses per logged step (dlzero.train.meters)
+RATINGS_CSV = "ratings.csv"  # one row per gate match (dlzero.gating.promotion)
+ELO_CSV = "elo.csv"  # anchored ratings of the last fit (dlzero.gating.rating)
+VALIDATION_CSV = "validation.csv"  # held-out figures of every model (dlzero.train.validation)
+TIMELINE_CSV = "timeline.csv"  # where the loop's time went (dlzero.progress.timeline)
+PROGRESS_PNG = "progress.png"  # the progress plot (dlzero.progress.plots)
+TENSORBOARD_DIR = "tb"  # TensorBoard events of training and validation
+
+# -- columns of the CSV logs, in file order
+TRAIN_COLUMNS = ("step", "generation", "samples", "policy_loss", "value_loss", "policy_acc", "value_acc", "lr",
+                 "samples_per_s", "reply_loss")
+RATINGS_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
+                   "elo_high", "llr", "decision", "promoted", "timestamp")
+ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
+VALIDATION_FIGURES = ("policy_loss", "policy_acc", "value_loss", "value_acc")
+VALIDATION_COLUMNS = ("time", "step", "model", "set", "data", "games", "positions", *VALIDATION_FIGURES)
+TIMELINE_COLUMNS = ("phase", "generation", "start", "seconds")
