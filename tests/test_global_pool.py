@@ -9,6 +9,7 @@ import pytest
 import torch
 from nets import perturbed_model
 
+from dlzero.bench.infer import cpu_flags
 from dlzero.config import ConfigError, InferenceConfig, ModelConfig, load_config
 from dlzero.encoding import NUM_PLANES, encode_position
 from dlzero.errors import ModelFileError
@@ -162,5 +163,22 @@ def test_pooled_net_survives_fp16_and_int8_graphs():
     fp32 = onnx_bytes(model, ModelMetadata())
     for graph, tol in ((fp16_onnx(fp32), 1e-2), (quantize(prepare(fp32), x, "minmax"), 5e-2)):
         p, v = outputs(session(graph), x)
-        np.testing.assert_allclose(p, p0.numpy(), rtol=0, atol=tol)
-        np.testing.assert_allclose(v, v0.numpy(), rtol=0, atol=tol)
+        for got, want in ((p, p0.numpy()), (v, v0.numpy())):
+            if tol == 1e-2 or _has_vnni():
+                np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+            else:
+                _close_but_for_saturation(got, want, tol)
+
+
+def _has_vnni() -> bool:
+    """Whether onnxruntime's int8 matmuls run on VNNI (exact int32 sums) rather than plain AVX2."""
+    return any(flag in cpu_flags().split() for flag in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+def _close_but_for_saturation(got: np.ndarray, want: np.ndarray, tol: float) -> None:
+    """Without VNNI, onnxruntime's u8*s8 kernel adds byte products in pairs into int16 (vpmaddubsw),
+    which saturates now and then, so a handful of outputs (3 of 13122 seen) land just past `tol`.
+    The bulk must still be as close as on a VNNI machine and no output may be twice as far."""
+    err = np.abs(got - want)
+    assert np.mean(err > tol) <= 1e-3, f"{np.mean(err > tol):.4%} of outputs off by more than {tol}"
+    assert err.max() <= 2 * tol, f"worst output off by {err.max():.3f}"
