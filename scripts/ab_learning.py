@@ -26,6 +26,10 @@ ab.json and is skipped when the lane is run again; an unfinished one is an error
 `--cpus` pins the lane (and every process it starts) to those cores. `--checkout DIR` runs the loop of
 another checkout of dlzero (an older commit, say, as `git worktree add DIR COMMIT` makes it) with the
 same arm settings; `--label` names such a run's arm (default ARM@COMMIT), and ab.json records the commit.
+The run first checks that the loop would import that checkout's own dlzero, self-play and trainer: an editable
+install of another checkout (this one's .venv, say) maps dlzero.selfplay and dlzero.train to its own folders
+whatever PYTHONPATH says, so such an arm stops with a message; `--python DIR/.venv/bin/python` gives the
+checkout's own environment (commits before 2361ef1 import top-level selfplay/train and pass with this one's).
 
 `rate`: in each finished run, the model that was the run's best at each time mark (the latest promoted
 generation made at or before the mark, minutes since generation 0) plays the anchors `--anchors`
@@ -54,6 +58,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -102,8 +107,49 @@ def commit_of(checkout: Path) -> str:
         return "unknown"
 
 
+def checkout_modules(checkout: Path) -> tuple[str, ...]:
+    """The packages a checkout's loop imports: since 2361ef1 its selfplay/ and train/ install as dlzero.*."""
+    setup = checkout / "setup.py"
+    mapped = setup.is_file() and "dlzero.selfplay" in setup.read_text(encoding="utf-8")
+    return ("dlzero", "dlzero.selfplay", "dlzero.train") if mapped else ("dlzero", "selfplay", "train")
+
+
+def checkout_env(checkout: Path) -> dict[str, str]:
+    """The environment that makes a loop started in `checkout` import that checkout's code first."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(checkout.resolve()), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+def check_checkout_imports(checkout: Path, python: str) -> None:
+    """Stop unless `python`, started in `checkout`, imports every dlzero module of it from it.
+
+    An editable install of another checkout (pip install -e, setuptools' finder) maps dlzero.selfplay,
+    dlzero.train and dlzero.configs to that checkout's folders whatever PYTHONPATH says, so a before/after
+    would silently run one arm with the other's self-play and trainer. The cure is the checkout's own
+    environment (`--python DIR/.venv/bin/python` after `pip install -e DIR` there)."""
+    probe = ("import importlib, importlib.util, json\n"
+             f"out = {{}}\nfor name in {checkout_modules(checkout)!r}:\n"
+             "    try:\n        spec = importlib.util.find_spec(name)\n"
+             "    except ModuleNotFoundError:\n        spec = None\n"
+             "    out[name] = spec.origin if spec is not None and spec.origin else ''\n"
+             "print(json.dumps(out))\n")
+    found = subprocess.run([python, "-c", probe], cwd=checkout.resolve(), env=checkout_env(checkout),
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        raise SystemExit(f"{python} cannot import dlzero in {checkout}: {found.stderr.strip()[-500:]}")
+    home = checkout.resolve()
+    foreign = {name: origin or "nowhere" for name, origin in json.loads(found.stdout).items()
+               if not origin or home not in Path(origin).resolve().parents}
+    if foreign:
+        where = ", ".join(f"{name} from {origin}" for name, origin in foreign.items())
+        raise SystemExit(f"{python} started in {checkout} imports {where}: give the checkout's own environment "
+                         f"with --python (python -m venv {checkout}/.venv && {checkout}/.venv/bin/pip install -e "
+                         f"{checkout}), or run from an environment without an editable dlzero")
+
+
 def play(root: Path, arm: str, seed: int, minutes: float, cpus: str, checkout: Path | None = None,
-         label: str = "") -> None:
+         label: str = "", python: str = sys.executable) -> None:
     code = commit_of(checkout or Path(__file__).resolve().parents[1])
     name = label or (f"{arm}@{code}" if checkout else arm)
     run = run_dir(root, name, seed)
@@ -120,9 +166,9 @@ def play(root: Path, arm: str, seed: int, minutes: float, cpus: str, checkout: P
     t0 = time.monotonic()
     saved = os.environ.get("PYTHONPATH")
     if checkout is not None:  # the loop runs in that checkout, and it and its workers import its dlzero
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(checkout.resolve()), *([saved] if saved else [])])
+        os.environ["PYTHONPATH"] = checkout_env(checkout)["PYTHONPATH"]
     try:  # scripts/learning_benchmark.py: the loop until the deadline
-        status = run_loop(run, minutes, extra, cwd=checkout.resolve() if checkout else None)
+        status = run_loop(run, minutes, extra, cwd=checkout.resolve() if checkout else None, python=python)
     finally:
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
@@ -492,6 +538,8 @@ def main() -> None:
     p.add_argument("--cpus", default="", help="pin this lane to these cores, e.g. 0 or 0,1 (default: all)")
     p.add_argument("--checkout", default="", help="run the loop of this checkout of dlzero (default: this one)")
     p.add_argument("--label", default="", help="the arm's name in the results (default: ARM, or ARM@COMMIT)")
+    p.add_argument("--python", default=sys.executable,
+                   help="interpreter of the loop (with --checkout: that checkout's own environment)")
     for name in ("rate", "cross", "report"):
         p = sub.add_parser(name)
         p.add_argument("--marks", default="10,20,30", help="minutes since generation 0")
@@ -531,8 +579,10 @@ def main() -> None:
         checkout = Path(args.checkout) if args.checkout else None
         if checkout is not None and not (checkout / "dlzero" / "cli.py").is_file():
             raise SystemExit(f"{checkout} is not a dlzero checkout (no dlzero/cli.py)")
+        if checkout is not None:
+            check_checkout_imports(checkout, args.python)
         for arm in args.arms.split(","):
-            play(root, arm, args.seed, args.minutes, args.cpus, checkout, args.label)
+            play(root, arm, args.seed, args.minutes, args.cpus, checkout, args.label, args.python)
         return
     if getattr(args, "cpu_log", ""):
         cpu_clock(args.cpu_columns, args.cpu_log, args.cpu_start)

@@ -33,10 +33,12 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def run_loop(run: Path, minutes: float, extra: list[str], cwd: Path | None = None) -> int | None:
+def run_loop(run: Path, minutes: float, extra: list[str], cwd: Path | None = None,
+             python: str = sys.executable) -> int | None:
     """`dlzero loop --config tiny` for `minutes` (SIGINT at the deadline); its exit status. `cwd`: the
-    folder it runs in, whose dlzero package `python -m` imports first (another checkout, for a before/after)."""
-    cmd = [sys.executable, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run.resolve()), "--quiet",
+    folder it runs in, whose dlzero package `python -m` imports first (another checkout, for a before/after);
+    `python`: the interpreter (another checkout's own virtual environment)."""
+    cmd = [python, "-m", "dlzero.cli", "loop", "--config", "tiny", "--run", str(run.resolve()), "--quiet",
            *extra]
     # SIGINT back to its default in the child: a script started in the background (`cmd &`) inherits
     # SIGINT ignored, and Python then never turns it into KeyboardInterrupt, so the loop would not stop
