@@ -370,6 +370,10 @@ class TrainConfig:
     window_max: int = _field(2_000_000, _positive, "largest replay window (positions)")
     window_exponent: float = _field(0.75, _positive, "window grows like positions_seen ** exponent")
     val_lambda: float = _field(0.333, _unit, "weight of the search eval in the value target")
+    value_plies: str = _field("full", _one_of("full", "searched"),
+                              "which self-play plies are value targets: full searches only (each also a policy "
+                              "target), or every searched ply, cheap searches included (value only; mates as "
+                              "proven, draws as the search scored them)")
     grad_clip: float = _field(10.0, _non_negative, "max gradient norm (0: off)")
     amp: str = _field("auto", _one_of("auto", "off", "bf16", "fp16"), "auto: bf16 on CUDA, off on CPU")
     ema: bool = _field(False, None, "export an exponential moving average of the weights")

@@ -8,7 +8,8 @@ Storage per position (about 45 bytes plus 6 per policy candidate):
     repetitions u8     earlier occurrences of the position within the lookback (repetition planes 77-79)
     value      f32     value target as a win rate for the side to move, in [0, 1]
     result     f32     game result for the side to move: 1 win, 0 loss, 0.5 draw (for value accuracy)
-    policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target
+    policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target (no entries:
+                       a value-only position, train.value_plies)
     reply      i16     label of the move played next (the opponent's reply, labelled from its mover's side),
                        -1 where the game ended or the data holds no game (hcpe): the auxiliary reply target
 
@@ -56,10 +57,12 @@ class Batch:
     value: torch.Tensor  # (B,) float32 win-rate target in [0, 1]
     result: torch.Tensor  # (B,) float32 game result for the side to move (1, 0, 0.5)
     reply: torch.Tensor  # (B,) int64 label of the opponent's reply, -1 where there is none
+    has_policy: torch.Tensor | None = None  # (B,) bool: the row has a policy target (None: every row has)
 
     def to(self, device: torch.device) -> Batch:
         """Copy to `device`. Blocking on purpose: the planes live in a buffer the next decode reuses."""
-        return Batch(*(t.to(device) for t in (self.planes, self.policy, self.value, self.result, self.reply)))
+        return Batch(*(None if t is None else t.to(device) for t in (self.planes, self.policy, self.value,
+                                                                      self.result, self.reply, self.has_policy)))
 
 
 class PositionBuffer:
@@ -160,4 +163,5 @@ class BatchDecoder:
         policy = np.zeros((b, NUM_LABELS), dtype=np.float32)
         policy[rows, buf.labels[flat]] = buf.probs[flat]
         return Batch(planes, torch.from_numpy(policy), torch.from_numpy(buf.value[idx]),
-                     torch.from_numpy(buf.result[idx]), torch.from_numpy(buf.reply[idx].astype(np.int64)))
+                     torch.from_numpy(buf.result[idx]), torch.from_numpy(buf.reply[idx].astype(np.int64)),
+                     torch.from_numpy(counts > 0))

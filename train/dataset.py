@@ -15,6 +15,18 @@ dropped entirely, as dlshogi does: their eval comes from a weak search, and a va
 ply of a game would repeat one result over dozens of highly correlated positions (the overfitting
 AlphaGo's value net showed). So every sample has both a policy and a value target.
 
+`train.value_plies: searched` (KataGo's way) keeps the full searches as they are and adds every other
+searched ply as a value-only sample (no policy target: its row of the policy target is zero, and the
+policy loss and top-1 count only rows that have one). A searched ply is one with a recorded eval: the
+cheap searches of playout cap randomisation, and a mate found at the root. Opening and other replay-only
+plies are recorded with eval 0 and stay out (a cheap search that scored exactly 0 cp is lost with them).
+In that mode two labels change too: a position whose eval is a proven result (+-30000 cp: a mate found,
+or a proven child chosen) is labelled 1 or 0 whatever the game did later, and a position of a drawn game
+takes the search's win rate instead of 0.5 (a draw says little about who stood better on the way).
+The window and `train.reuse` count every row, value-only ones included (as KataGo counts rows): at
+`selfplay.full_search_prob` 0.25 a game gives about four times the rows, so the same training steps
+need about a quarter of the reuse.
+
 Teacher data (`train.teacher_data`, `train.teacher_fraction` > 0): the positions of the teacher files
 are appended to the window, after its self-play positions, and `train.teacher_fraction` of every
 batch is drawn from them (train.sampler.MixSampler), however large the window or the files. The
@@ -43,6 +55,7 @@ from dlzero.encoding import labels_of, repetition_count
 from dlzero.errors import ConfigError, DataError, RunDirError
 from dlzero.rundir import RunDir
 from dlzero.runfiles import SHARD_COUNTS
+from dlzero.search.result import MAX_CP
 from dlzero.train.buffer import PositionBuffer, value_target
 from dlzero.train.sampler import EpochSampler, MixSampler, teacher_per_batch
 from dlzero.train.teacher_files import teacher_path
@@ -59,14 +72,18 @@ def window_size(total: int, cfg: TrainConfig) -> int:
 # ---------------------------------------------------------------- hcpe3 games -> positions
 
 
-def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str = "") -> PositionBuffer:
-    """The training positions (plies with visit counts) of `games`, in game and ply order.
+def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str = "",
+                      value_plies: str = "full") -> PositionBuffer:
+    """The training positions of `games` (plies with visit counts; with `value_plies` "searched" every
+    searched ply, see the module docstring), in game and ply order.
 
-    Policy target: visit counts normalised over the candidates, labelled from the side to move.
+    Policy target: visit counts normalised over the candidates, labelled from the side to move (none for
+    a value-only ply).
     Repetition counts come from a board replaying the whole game, as the search's board holds it.
     Reply target (train.aux_reply_weight): the next ply's move, labelled from its mover's side; -1 at
     the game's last ply.
     """
+    searched = _searched(value_plies)
     base_hcp, last_move, ply, value_z, evals, counts, labels, probs, reps = [], [], [], [], [], [], [], [], []
     reply: list[int] = []
     for g, game in enumerate(games):
@@ -74,8 +91,9 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
         board = game.start_board()  # the whole history, for the repetition planes (train.buffer)
         for pos in iter_training_positions(game):
             visits = pos.candidates[:, 1].astype(np.float64) if pos.is_target else None
-            if visits is not None and visits.sum() > 0:
-                lab = labels_of(pos.candidates[:, 0], pos.turn)
+            full = visits is not None and visits.sum() > 0
+            if full or (searched and not pos.is_target and pos.eval != 0):
+                lab = labels_of(pos.candidates[:, 0], pos.turn) if full else np.zeros(0, np.int64)
                 if (lab < 0).any():
                     raise DataError(source, None, f"game {g}, ply {pos.ply}: a candidate has no policy label")
                 base_hcp.append(pos.hcp if prev_hcp is None else prev_hcp)
@@ -86,16 +104,36 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
                 evals.append(pos.eval)
                 counts.append(len(lab))
                 labels.append(lab)
-                probs.append(visits / visits.sum())
+                probs.append(visits / visits.sum() if full else np.zeros(0))
                 reply.append(_reply_label(game, pos.ply, pos.turn))
             prev_hcp, prev_move = pos.hcp, pos.move16
             board.push_move16(pos.move16)
     if not base_hcp:
         return PositionBuffer.empty()
+    value = value_target(value_z, evals, val_lambda)
+    if searched:
+        value = searched_value_target(value, np.array(value_z), np.array(evals))
     return PositionBuffer(
-        np.stack(base_hcp), np.array(last_move), np.array(ply), value_target(value_z, evals, val_lambda),
+        np.stack(base_hcp), np.array(last_move), np.array(ply), value,
         np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
         np.concatenate(probs), np.array(reps), np.array(reply))
+
+
+def _searched(value_plies: str) -> bool:
+    if value_plies not in ("full", "searched"):
+        raise ConfigError(f"train.value_plies must be 'full' or 'searched', not {value_plies!r}")
+    return value_plies == "searched"
+
+
+def searched_value_target(blended: np.ndarray, result: np.ndarray, eval_cp: np.ndarray) -> np.ndarray:
+    """`value_plies: searched`'s labels: a proven eval (+-MAX_CP) as 1 or 0, a drawn game's position as the
+    search's win rate (eval alone), the blend elsewhere (module docstring)."""
+    out = np.asarray(blended, dtype=np.float32).copy()
+    draw = np.asarray(result) == 0.5
+    out[draw] = value_target(np.full(int(draw.sum()), 0.5), eval_cp[draw], 1.0)
+    out[eval_cp >= MAX_CP] = 1.0
+    out[eval_cp <= -MAX_CP] = 0.0
+    return out
 
 
 def _reply_label(game: Hcpe3Game, ply: int, turn: int) -> int:
@@ -105,9 +143,11 @@ def _reply_label(game: Hcpe3Game, ply: int, turn: int) -> int:
     return int(labels_of(np.array([game.moves[ply + 1].move16]), 1 - turn)[0])
 
 
-def count_positions(games: list[Hcpe3Game]) -> int:
+def count_positions(games: list[Hcpe3Game], value_plies: str = "full") -> int:
     """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
-    return sum(1 for game in games for m in game.moves if m.is_target and int(m.candidates[:, 1].sum()) > 0)
+    searched = _searched(value_plies)
+    return sum(1 for game in games for m in game.moves
+               if (int(m.candidates[:, 1].sum()) > 0 if m.is_target else searched and m.eval != 0))
 
 
 # ---------------------------------------------------------------- the replay window
@@ -167,11 +207,11 @@ class _ShardCounts:
             entries = {}  # a cache: rebuilt when unreadable
         return cls(path, entries if isinstance(entries, dict) else {})
 
-    def get(self, rel: str, stamp: list[int]) -> dict | None:
+    def get(self, rel: str, stamp: list[int | str]) -> dict | None:
         entry = self.entries.get(rel)
         return entry if isinstance(entry, dict) and entry.get("stamp") == stamp else None
 
-    def put(self, rel: str, stamp: list[int], **values: object) -> None:
+    def put(self, rel: str, stamp: list[int | str], **values: object) -> None:
         self.entries[rel] = {"stamp": stamp, **values}
 
     def save(self, live: set[str]) -> None:
@@ -195,8 +235,8 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
     total_games = total = 0
     for path in shards:
         rel = path.relative_to(rd.data_dir).as_posix()
-        try:
-            stamp = _stamp(path)
+        try:  # counts depend on the rule too: a run that changes train.value_plies counts its shards again
+            stamp = [*_stamp(path), *([] if cfg.value_plies == "full" else [cfg.value_plies])]
         except FileNotFoundError:  # removed since it was listed
             continue
         entry = counts.get(rel, stamp)
@@ -204,8 +244,8 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
             try:
                 games = read_hcpe3(path)
                 if total < cfg.window_max:  # likely inside the window: keep the positions, not just the count
-                    loaded[rel] = buffer_from_games(games, cfg.val_lambda, str(path))
-                n = len(loaded[rel]) if rel in loaded else count_positions(games)
+                    loaded[rel] = buffer_from_games(games, cfg.val_lambda, str(path), cfg.value_plies)
+                n = len(loaded[rel]) if rel in loaded else count_positions(games, cfg.value_plies)
                 entry = {"games": len(games), "positions": n}
             except DataError as exc:
                 entry = {"error": str(exc)}
@@ -238,18 +278,19 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
         plan.teacher_fraction = cfg.teacher_fraction
         if not sum(n for _, n in plan.teacher):
             raise DataError(", ".join(cfg.teacher_data), None, "no training positions in the teacher data")
-    return load_window(rd, plan, cfg.val_lambda, loaded), plan
+    return load_window(rd, plan, cfg.val_lambda, loaded, cfg.value_plies), plan
 
 
 def load_window(rd: RunDir, plan: WindowPlan, val_lambda: float,
-                loaded: dict[str, PositionBuffer] | None = None) -> PositionBuffer:
-    """The buffer a plan describes, oldest shard first. A shard that is now unreadable is a DataError."""
+                loaded: dict[str, PositionBuffer] | None = None, value_plies: str = "full") -> PositionBuffer:
+    """The buffer a plan describes, oldest shard first. A shard that is now unreadable is a DataError.
+    `value_plies` applies to the self-play shards; teacher files keep their labelled plies."""
     parts = []
     for rel, take in reversed(plan.shards):
         buf = (loaded or {}).get(rel)
         if buf is None:
             path = rd.data_dir / rel
-            buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path))
+            buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path), value_plies)
         if len(buf) < take:
             raise DataError(str(rd.data_dir / rel), None,
                             f"holds {len(buf)} positions, the plan expects {take}")

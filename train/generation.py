@@ -105,7 +105,7 @@ def _window(rd: RunDir, cfg: Config, info: distributed.DistInfo,
     if "error" in msg:
         raise RunDirError(msg["error"])
     plan = WindowPlan.from_dict(msg["plan"])
-    return load_window(rd, plan, cfg.train.val_lambda), plan
+    return load_window(rd, plan, cfg.train.val_lambda, value_plies=cfg.train.value_plies), plan
 
 
 def steps_for(new_positions: int, cfg: Config, teacher_per_batch: int = 0) -> int:
@@ -187,7 +187,7 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
         log.info("resuming generation %d at step %d of %d", seg.generation, seg.step, seg.steps)
         plan = WindowPlan.from_dict(seg.plan)
         try:
-            buf = load_window(rd, plan, cfg.train.val_lambda)
+            buf = load_window(rd, plan, cfg.train.val_lambda, value_plies=cfg.train.value_plies)
         except DataError as exc:
             log.warning("cannot reload the interrupted generation's window (%s); choosing a new one", exc)
             buf, plan = _window(rd, cfg, info)

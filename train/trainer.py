@@ -104,13 +104,18 @@ def value_loss(value_logit: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def batch_stats(logits: torch.Tensor, value_logit: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, ...]:
-    """(policy loss sum, value loss sum, top-1 hits, value sign hits on decisive games, decisive games)."""
+    """(policy loss sum, value loss sum, top-1 hits, value sign hits on decisive games, decisive games,
+    rows with a policy target). A value-only row (train.value_plies) has a zero policy target, so it adds
+    nothing to the policy loss, and it is kept out of the top-1 count."""
     pl = policy_loss(logits, batch.policy).sum()
     vl = value_loss(value_logit, batch.value).sum()
-    hits = (logits.argmax(dim=1) == batch.policy.argmax(dim=1)).sum()
+    hit = logits.argmax(dim=1) == batch.policy.argmax(dim=1)
+    policies = torch.tensor(len(hit), device=hit.device)
+    if batch.has_policy is not None:
+        hit, policies = hit & batch.has_policy, batch.has_policy.sum()
     decisive = batch.result != 0.5
     vhits = (((value_logit > 0) == (batch.result > 0.5)) & decisive).sum()
-    return pl, vl, hits, vhits, decisive.sum()
+    return pl, vl, hit.sum(), vhits, decisive.sum(), policies
 
 
 class EMA:
@@ -195,7 +200,7 @@ class Trainer:
         with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
             logits, value, reply = self.net(batch.planes)  # value: the raw logit (train.reply.TrainingNet)
         logits, value = logits.float(), value.float()
-        pl, vl, hits, vhits, decisive = batch_stats(logits, value, batch)
+        pl, vl, hits, vhits, decisive, policies = batch_stats(logits, value, batch)
         n = len(batch.value)
         vw = self.cfg.value_weight
         loss = (pl + vw * vl) / n
@@ -216,7 +221,7 @@ class Trainer:
         self.scaler.update()
         if self.ema is not None:
             self.ema.update(self.model)
-        self.meter.add(pl, vl, hits, n, vhits, decisive, rl, replies)
+        self.meter.add(pl, vl, hits, n, vhits, decisive, rl, replies, policies)
         self.global_step += 1
 
     # -- state ----------------------------------------------------------------------------------
@@ -348,6 +353,6 @@ def evaluate(model: PolicyValueNet, buf: PositionBuffer, batch_size: int,
     for start in range(0, len(buf), batch_size):
         batch = decoder.decode(buf, np.arange(start, min(start + batch_size, len(buf)))).to(device)
         logits, value = model(batch.planes, value_logit=True)
-        pl, vl, hits, vhits, decisive = batch_stats(logits.float(), value.float(), batch)
-        meter.add(pl, vl, hits, len(batch.value), vhits, decisive)
+        pl, vl, hits, vhits, decisive, policies = batch_stats(logits.float(), value.float(), batch)
+        meter.add(pl, vl, hits, len(batch.value), vhits, decisive, policies=policies)
     return summarise(meter.totals())
