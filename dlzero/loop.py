@@ -112,7 +112,7 @@ def _run_sequential(rd: RunDir, cfg: Config, generations: int, timeline: Timelin
 def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeline, t0: float,
                      progress: bool) -> LoopState:
     """The phases after self-play, from `state.phase` on; returns the next iteration's state."""
-    from dlzero.gating.promotion import gate_and_promote
+    from dlzero.gating.promotion import finish_interrupted_gate, gate_and_promote
     from dlzero.gating.rating import promoted_generations, rate
     from dlzero.inference.int8 import prepare_int8
     from dlzero.progress.plots import plot_progress
@@ -128,7 +128,9 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
         state.phase = "gate"
         state.save(rd)
     if state.phase == "gate":
-        if gate_due(cfg.gate.mode, state.candidate):
+        if (finished := finish_interrupted_gate(rd, state.candidate)) is not None:
+            line = finished
+        elif gate_due(cfg.gate.mode, state.candidate):
             with timeline.phase("gate", state.candidate):
                 gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False,
                                         parallel=cfg.gate.games_in_parallel)

@@ -331,7 +331,7 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
     begin = time.perf_counter()
     played = play_lockstep([player], start, on_end, play_rules(sp.max_moves, cfg.search.entering_king_rule),
                            parallel=sp.games_in_parallel, reuse_trees=player.search.cfg.reuse_tree,
-                           fixed_slots=True, should_stop=stop)
+                           should_stop=stop)
     stats.steps = played.steps
     stats.moves = sum(stats.lengths) + sum(g.played for g in played.unfinished)
     stats.seconds = time.perf_counter() - begin

@@ -103,3 +103,40 @@ def test_driver_routes_moves_by_seat_settles_by_the_rules_and_resigns(moves_play
     # Black (the random mover) moved once, then White resigned
     assert len(black_random.board.history) == 1 and black_random.end == Verdict(cshogi.BLACK, END_RESIGN)
     assert list(moves_played) == [black_random]
+
+
+class _Fixed:
+    """Plays the given USI move in every game; `declare` sets a declaration win itself and returns None."""
+
+    name = "fixed"
+
+    def __init__(self, usi: str = "", declare: bool = False) -> None:
+        self.usi, self.declare = usi, declare
+
+    def choose(self, games):
+        if self.declare:
+            for game in games:
+                game.end = Verdict(game.board.turn, "declaration")
+            return [None] * len(games)
+        return [game.board.move_from_usi(self.usi) for game in games]
+
+
+def test_driver_settles_the_last_move_before_it_stops():
+    mate_in_one = Game(cshogi.Board("4k4/9/4P4/9/9/9/9/9/4K4 b G 1"))
+    ended: list[Game] = []
+    played = play_lockstep([_Fixed("G*5b")], lambda: None if ended or mate_in_one.end else mate_in_one,
+                           ended.append, play_rules(40, "27"), parallel=1, reuse_trees=True,
+                           should_stop=lambda steps: steps >= 1)
+    assert played.steps == 1 and played.unfinished == [] and ended == [mate_in_one]
+    assert mate_in_one.end == Verdict(cshogi.BLACK, "mate")
+
+
+def test_driver_keeps_an_end_the_player_set_and_refuses_a_seat_nobody_plays():
+    game = Game(cshogi.Board())
+    ended: list[Game] = []
+    play_lockstep([_Fixed(declare=True)], lambda: None if ended or game.end else game, ended.append,
+                  play_rules(40, "27"), parallel=1, reuse_trees=True)
+    assert ended == [game] and game.end == Verdict(cshogi.BLACK, "declaration")  # not turned into a resignation
+    with pytest.raises(ValueError, match="seats player 2"):
+        play_lockstep([_Fixed("7g7f"), _Fixed("3c3d")], lambda: Game(cshogi.Board(), seats=(0, 2)), ended.append,
+                      play_rules(40, "27"), parallel=1, reuse_trees=True)

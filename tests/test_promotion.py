@@ -103,7 +103,21 @@ def test_crash_during_promotion_keeps_the_old_best(run, monkeypatch):
     assert json.loads(rd.best_path.read_text())["generation"] == 0
     assert rd.best().generation == 0
     assert not [p for p in rd.models_dir.iterdir() if p.name.startswith(".")]  # no temp file left
-    assert not (rd.metrics_dir / "ratings.csv").exists()  # no row claims a promotion that did not happen
+    # the gate's row was written first: a restarted loop promotes by it instead of playing the gate again
+    assert [(r["generation"], r["opponent"], r["promoted"]) for r in _ratings(rd)] == [("1", "0", "1")]
+    monkeypatch.setattr(os, "replace", real_replace)
+    line = promotion.finish_interrupted_gate(rd, 1)
+    assert rd.best().generation == 1 and "promoted" in line and len(_ratings(rd)) == 1
+    assert "before the loop stopped" in promotion.finish_interrupted_gate(rd, 1)  # a second restart: nothing to do
+
+
+def test_interrupted_gate_with_a_rejection_or_no_row(run, monkeypatch):
+    rd, cfg = run
+    assert promotion.finish_interrupted_gate(rd, 1) is None  # no row yet: the gate must be played
+    _fake_match(monkeypatch, 0, 0, 10, "reject")
+    gate_and_promote(rd, cfg, 1, progress=False)
+    line = promotion.finish_interrupted_gate(rd, 1)
+    assert rd.best().generation == 0 and "kept best" in line and len(_ratings(rd)) == 1
 
 
 def test_edge_cases(run):

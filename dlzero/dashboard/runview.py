@@ -21,7 +21,7 @@ from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
 from dlzero.errors import DataError, DlzeroError, RunDirError
-from dlzero.gating.chain import Gate, gate_chain
+from dlzero.gating.chain import Gate, gate_chain, is_promoted
 from dlzero.progress.timeline import read_rows as read_timeline
 from dlzero.progress.timeline import shares
 from dlzero.rundir import RunDir, generation_name
@@ -109,7 +109,7 @@ class RunView:
                     "opponent": int(number(row["opponent"], line=n, column="opponent")),
                     **{k: int(number(row[k], line=n, column=k)) for k in ("games", "wins", "draws", "losses")},
                     **{k: number(row[k], line=n, column=k) for k in ("elo", "elo_low", "elo_high")},
-                    "decision": row["decision"], "promoted": row["promoted"].strip() == "1",
+                    "decision": row["decision"], "promoted": is_promoted(row),
                     "time": _parse_time(row["timestamp"]),
                 })
         except (TypeError, ValueError) as exc:

@@ -46,7 +46,8 @@ def is_promoted(row: Mapping[str, str | None]) -> bool:
     return row.get("decision") == "accept" if flag in (None, "") else flag not in ("0", "False", "false")
 
 
-def _num(text: str | None) -> float | None:
+def optional_number(text: str | None) -> float | None:
+    """A CSV cell as a number; None when it is empty or not a number (files written by hand or by older code)."""
     try:
         return float(text) if text not in (None, "") else None
     except ValueError:
@@ -56,10 +57,10 @@ def _num(text: str | None) -> float | None:
 def gate_of(row: Mapping[str, str | None]) -> Gate | None:
     """A ratings.csv row read leniently: None without a generation, an opponent or an Elo; a missing
     interval bound is the Elo itself."""
-    gen, opp, elo = _num(row.get("generation")), _num(row.get("opponent")), _num(row.get("elo"))
+    gen, opp, elo = (optional_number(row.get(k)) for k in ("generation", "opponent", "elo"))
     if gen is None or opp is None or elo is None:
         return None
-    low, high = _num(row.get("elo_low")), _num(row.get("elo_high"))
+    low, high = optional_number(row.get("elo_low")), optional_number(row.get("elo_high"))
     return Gate(int(gen), int(opp), elo, elo if low is None else low, elo if high is None else high, is_promoted(row))
 
 

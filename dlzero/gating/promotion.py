@@ -21,6 +21,7 @@ from tqdm import tqdm
 from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
 from dlzero.gating.arena import MatchGame, MatchResult, append_rating, play_match
+from dlzero.gating.chain import read_gates
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir, generation_name
 
@@ -124,8 +125,8 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     promoted = decision in ("accept", "cap_pass")
     result = GateResult(candidate_generation, best.generation, match.wins, match.draws, match.losses,
                         match.score, elo, low, high, match.llr, decision, promoted, tuple(match.pairs))
-    if promoted:
-        rd.set_best(candidate_generation, f"gate: {decision}, {result.summary()}")
+    # the row first, then the promotion: a loop restarted between the two finds the row and promotes by it
+    # (finish_interrupted_gate) instead of playing the gate again
     append_rating(rd.ratings_csv, {
         "generation": candidate_generation, "opponent": best.generation, "games": result.games,
         "wins": result.wins, "draws": result.draws, "losses": result.losses, "score": f"{result.score:.4f}",
@@ -133,6 +134,29 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
         "decision": decision, "promoted": int(promoted),
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     })
+    if promoted:
+        rd.set_best(candidate_generation, f"gate: {decision}, {result.summary()}")
     if report:
         print(result.summary(), file=sys.stderr)
     return result
+
+
+def finish_interrupted_gate(rd: RunDir, candidate: int) -> str | None:
+    """What a gate the loop was stopped in left done, finished; None when there is nothing to finish.
+
+    The gate writes its metrics/ratings.csv row before it promotes. A loop stopped after the row finds
+    it here and promotes by it (playing the gate again would add a second row); one stopped after the
+    promotion finds the candidate already best (gate_and_promote would refuse it)."""
+    best = rd.best()
+    if best is not None and best.generation == candidate:
+        return f"candidate gen {candidate} was promoted before the loop stopped"
+    if best is None:
+        return None
+    row = next((g for g in reversed(read_gates(rd.ratings_csv))
+                if (g.generation, g.opponent) == (candidate, best.generation)), None)
+    if row is None:
+        return None
+    if row.promoted:
+        rd.set_best(candidate, "gate: its ratings.csv row, found after a restart")
+    return (f"candidate gen {candidate} vs best gen {best.generation}: the gate finished before the loop stopped "
+            f"(Elo {row.elo:+.0f}) -> {'promoted' if row.promoted else 'kept best'}")

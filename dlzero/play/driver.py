@@ -5,14 +5,10 @@ Each step, each player in turn moves in every game where it is to move, all at o
 player runs one `Search.run` over all those games, so its network sees one batch of many games
 instead of one position at a time (dlshogi's design: no virtual loss needed, full batches). Before a
 player moves, the rules (`dlzero.game_end` with the caller's `GameRules`) settle the games that are
-over. A move of None resigns. Finished games are handed to `on_end` and a new game from `start` takes
-their place, until `start` has no more or `should_stop` says so; games still running then are
-returned unfinished.
-
-Two orders of the same play, so that a seed replays the games it always did: with `fixed_slots`
-(self-play) a game finds out that the rules ended it when it is next to move, and a new game takes
-its slot; otherwise (matches) every game is settled after each step's moves, and new games join at
-the back. Nothing else differs.
+over, and after each step every game is settled again, so that a game the last move ended is never
+returned as unfinished. A move of None resigns (unless the player has set the game's end itself).
+Finished games are handed to `on_end` and a new game from `start` takes their slot, until `start` has
+no more or `should_stop` says so; games still running then are returned unfinished.
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ class Played(Generic[G]):
 
 
 def play_lockstep(players: Sequence[MoveChooser], start: Callable[[], G | None], on_end: Callable[[G], None],
-                  rules: GameRules, *, parallel: int, reuse_trees: bool, fixed_slots: bool = False,
+                  rules: GameRules, *, parallel: int, reuse_trees: bool,
                   should_stop: Callable[[int], bool] | None = None) -> Played[G]:
     """Play games from `start()` (None: no more), `parallel` at a time, until none is left.
 
@@ -46,7 +42,7 @@ def play_lockstep(players: Sequence[MoveChooser], start: Callable[[], G | None],
     the move played (see `play_move`).
     """
     games: list[G] = []
-    while len(games) < parallel and (game := start()) is not None:
+    while len(games) < parallel and (game := _started(start, len(players))) is not None:
         games.append(game)
     steps = 0
     while games:
@@ -61,22 +57,25 @@ def play_lockstep(players: Sequence[MoveChooser], start: Callable[[], G | None],
                 continue
             for game, move in zip(movers, player.choose(movers), strict=True):
                 if move is None:
-                    game.end = Verdict(1 - game.board.turn, END_RESIGN)
+                    if game.end is None:
+                        game.end = Verdict(1 - game.board.turn, END_RESIGN)
                 else:
                     play_move(game, move, reuse_trees)
-        if not fixed_slots:
-            _settle(games, rules)
-        for game in [g for g in games if g.end is not None]:
-            i = games.index(game)
-            on_end(game)
-            new = start()
-            if new is not None and fixed_slots:
-                games[i] = new
-                continue
-            del games[i]
-            if new is not None:
-                games.append(new)
+        _settle(games, rules)
+        for i, game in enumerate(games):
+            if game.end is not None:
+                on_end(game)
+                games[i] = _started(start, len(players))
+        games = [g for g in games if g is not None]
     return Played(steps, games)
+
+
+def _started(start: Callable[[], G | None], players: int) -> G | None:
+    """The next game from `start`, checked to seat only players there are (else it would wait forever)."""
+    game = start()
+    if game is not None and max(game.seats) >= players:
+        raise ValueError(f"a game seats player {max(game.seats)} but only {players} play")
+    return game
 
 
 def _settle(games: Sequence[Game], rules: GameRules) -> None:

@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 from dlzero.data.atomic import atomic_write_bytes  # noqa: E402
-from dlzero.gating.chain import Gate, gate_chain, read_gates  # noqa: E402
+from dlzero.gating.chain import Gate, gate_chain, optional_number, read_gates  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 
@@ -36,13 +36,6 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _num(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
 def loss_series(rows: list[dict[str, str]]) -> tuple[str, dict[str, tuple[list[float], list[float]]]]:
     """(x label, {column: (x, y)}) for each column named "...loss"; x is step, generation or row number."""
     columns = list(rows[0]) if rows else []
@@ -51,8 +44,8 @@ def loss_series(rows: list[dict[str, str]]) -> tuple[str, dict[str, tuple[list[f
     for name in (c for c in columns if c and c.endswith("loss")):
         xs, ys = [], []
         for i, row in enumerate(rows):
-            x = _num(row.get(x_key)) if x_key else float(i)
-            y = _num(row.get(name))
+            x = optional_number(row.get(x_key)) if x_key else float(i)
+            y = optional_number(row.get(name))
             if x is not None and y is not None:
                 xs.append(x)
                 ys.append(y)
@@ -67,14 +60,14 @@ def anchored_series(rows: list[dict[str, str]]) -> tuple[list[tuple[int, float |
     [(anchor name, elo)] for the players that are not models of the run)."""
     models, anchors = [], []
     for row in rows:
-        elo, low, high = _num(row.get("elo")), _num(row.get("elo_low")), _num(row.get("elo_high"))
+        elo, low, high = (optional_number(row.get(k)) for k in ("elo", "elo_low", "elo_high"))
         if elo is None:
             continue
-        gen = _num(row.get("generation"))
+        gen = optional_number(row.get("generation"))
         if gen is None:
             anchors.append((row.get("player", "?"), elo))
         else:
-            models.append((int(gen), _num(row.get("wall_seconds")), elo, low if low is not None else elo,
+            models.append((int(gen), optional_number(row.get("wall_seconds")), elo, low if low is not None else elo,
                            high if high is not None else elo))
     return sorted(models), anchors
 
@@ -118,8 +111,9 @@ def _draw_gate_chain(ax, gates: list[Gate]) -> None:
         ax.plot(gens, elos, "x", color="tab:red", label="rejected")
     if best or rejected:
         ax.legend()
-    else:
-        ax.text(0.5, 0.5, "no gates yet", ha="center", va="center", transform=ax.transAxes)
+    else:  # gates whose opponents were promoted without a match (gate.mode every-N) have no place on it
+        text = "no gates yet" if not gates else "no gate can be chained:\nsee the anchored ratings (dlzero rate)"
+        ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("generation")
     ax.set_ylabel("Elo vs generation 0 (gate chain)")
     ax.set_title("strength (gate chain, not anchored)")
