@@ -6,8 +6,8 @@ Two tables, both frozen. `PIECE_VALUES` is the alpha-beta anchor's: an anchor of
 play the same moves in every version, so a different table is a new anchor, never an edit here.
 `SUITE_VALUES` (in pawns: lance 3, knight 4, silver 5, gold and the promoted minors 6, bishop 8, rook 10,
 horse 10, dragon 12: a common rough scale) is the one the shipped gate suite was filtered with; judged by
-the anchor's values, 16 of its 2000 lines would no longer count as balanced, and a match's seeded variations beyond the suite would change. One
-table for both means a new suite.
+the anchor's values, 16 of its 2000 lines would no longer count as balanced, and a match's seeded
+variations beyond the suite would change. One table for both means a new suite.
 """
 
 from __future__ import annotations
