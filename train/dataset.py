@@ -50,7 +50,7 @@ import numpy as np
 from dlzero.config import TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
-from dlzero.data.hcpe3 import Hcpe3Game, iter_training_positions, read_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord, TrainingPosition, iter_training_positions, read_hcpe3
 from dlzero.encoding import labels_of, repetition_count
 from dlzero.errors import ConfigError, DataError, RunDirError
 from dlzero.rundir import RunDir
@@ -90,9 +90,9 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
         prev_hcp, prev_move = None, 0
         board = game.start_board()  # the whole history, for the repetition planes (train.buffer)
         for pos in iter_training_positions(game):
-            visits = pos.candidates[:, 1].astype(np.float64) if pos.is_target else None
-            full = visits is not None and visits.sum() > 0
-            if full or (searched and not pos.is_target and pos.eval != 0):
+            full = _has_policy(pos)
+            if _is_row(pos, searched):
+                visits = pos.candidates[:, 1].astype(np.float64)
                 lab = labels_of(pos.candidates[:, 0], pos.turn) if full else np.zeros(0, np.int64)
                 if (lab < 0).any():
                     raise DataError(source, None, f"game {g}, ply {pos.ply}: a candidate has no policy label")
@@ -117,6 +117,16 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
         np.stack(base_hcp), np.array(last_move), np.array(ply), value,
         np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
         np.concatenate(probs), np.array(reps), np.array(reply))
+
+
+def _has_policy(ply: MoveRecord | TrainingPosition) -> bool:
+    """A full search's ply: visit counts, so a policy target."""
+    return ply.is_target and int(ply.candidates[:, 1].sum()) > 0
+
+
+def _is_row(ply: MoveRecord | TrainingPosition, searched: bool) -> bool:
+    """Whether a ply is a training position: a full search, or (`searched`) any ply with a search's eval."""
+    return _has_policy(ply) or (searched and not ply.is_target and ply.eval != 0)
 
 
 def _searched(value_plies: str) -> bool:
@@ -146,8 +156,7 @@ def _reply_label(game: Hcpe3Game, ply: int, turn: int) -> int:
 def count_positions(games: list[Hcpe3Game], value_plies: str = "full") -> int:
     """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
     searched = _searched(value_plies)
-    return sum(1 for game in games for m in game.moves
-               if (int(m.candidates[:, 1].sum()) > 0 if m.is_target else searched and m.eval != 0))
+    return sum(1 for game in games for m in game.moves if _is_row(m, searched))
 
 
 # ---------------------------------------------------------------- the replay window
