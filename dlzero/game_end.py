@@ -4,9 +4,12 @@ Search leaves, self-play, the arena and the engine all ask `game_end`; where the
 rules, the difference is a field of `GameRules`, not another copy of the code. The checks run in
 one order, from the side to move's point of view:
 
-1. repetition (cshogi `is_draw`, last `REPETITION_PLIES` plies): once the position has occurred
-   `repetitions` times before, a plain repetition is a draw and perpetual check loses for the side
-   that gave it. With `superior_repetition` a repetition where one side holds more in hand ends the
+1. repetition (cshogi `is_draw`): once the position has occurred `repetitions` times before, a plain
+   repetition is a draw and perpetual check loses for the side that gave it. The search's first
+   repetition looks back `REPETITION_PLIES` plies (a leaf check, kept cheap); the rules of the game
+   (`repetitions` > 1) look back over the whole game, so a cycle of any length ends it (with a
+   16-ply window a 12-ply cycle never reached its fourth occurrence: teacher games ran on to the
+   move cap). With `superior_repetition` a repetition where one side holds more in hand ends the
    game in its favour (a search shortcut, not a rule of the game);
 2. no legal move: the side to move is mated and loses;
 3. declaration (entering king, `declaration` rule): the side to move can declare and wins;
@@ -113,14 +116,15 @@ def can_declare(board: cshogi.Board, rule: str) -> bool:
 def _repetition(board: cshogi.Board, rules: GameRules) -> Verdict | None:
     if not rules.repetitions:
         return None
-    rep = board.is_draw(REPETITION_PLIES)
+    whole_game = rules.repetitions > 1
+    rep = board.is_draw(len(board.history) if whole_game else REPETITION_PLIES)
     outcome = _REPETITION.get(rep)
     if outcome is None:
         return None
     we_win, reason = outcome
     if reason == END_SUPERIOR_REPETITION and not rules.superior_repetition:
         return None
-    if rules.repetitions > 1 and earlier_occurrences(board) < rules.repetitions:
+    if whole_game and earlier_occurrences(board, len(board.history)) < rules.repetitions:
         return None
     if we_win is None:
         return Verdict(None, reason)

@@ -41,8 +41,9 @@ the networks the arms made, not their play-time search). Games accumulate in ROO
 pairing, same judge), kept in ROOT/cross/. Anchors alone cannot tell apart models that all beat the
 random mover and all lose to the lowest alpha-beta rung; games between the models can.
 
-`report`: one maximum-likelihood fit over the games of every run (random = 0; models named
-ARM/sSEED/gen-NNNN, anchors shared; `--ladder` adds the measured ladder's games), written to OUT-elo.csv (arm,
+`report`: one maximum-likelihood fit over the games of every run against every opponent they name (or only
+`--anchors`; random = 0; models named ARM/sSEED/gen-NNNN, anchors shared; `--ladder` adds the measured ladder's
+games), written to OUT-elo.csv (arm,
 seed, minutes, elo, elo_low, elo_high), OUT.csv (arm, minutes, generation, opponent, wins, draws, losses) and
 OUT.png (Elo against minutes per arm: each seed, and the mean over seeds), and a table on stdout.
 """
@@ -405,7 +406,7 @@ def wdl_rows(root: Path, marks: list[float], playouts: int) -> list[dict]:
     return rows
 
 
-def _fit_all(root: Path, anchors: list[str], playouts: int, ladder: Path | None = None):
+def _fit_all(root: Path, anchors: list[str] | None, playouts: int, ladder: Path | None = None):
     """One fit over every run's stored games at `playouts`, the games between runs (ROOT/cross) and the
     measured ladder's games (`ladder`); models renamed ARM/sSEED/gen-NNNN."""
     from dlzero.gating.anchors import model_generation
@@ -423,7 +424,7 @@ def _fit_all(root: Path, anchors: list[str], playouts: int, ladder: Path | None 
             models = [p for p in batch.players if model_generation(p) is not None]
             if models and batch.settings.get("playouts") != playouts:
                 continue
-            if any(model_generation(p) is None and p not in anchors for p in batch.players):
+            if anchors is not None and any(model_generation(p) is None and p not in anchors for p in batch.players):
                 continue
             if not models:  # the anchor ladder is the same players in every run: count each batch once
                 key = (tuple(batch.players), json.dumps(batch.games, sort_keys=True))
@@ -454,7 +455,7 @@ def _result(game: dict, name):
     return GameResult(name(game["black"]), name(game["white"]), score)
 
 
-def report(root: Path, out: Path, marks: list[float], anchors: list[str], playouts: int,
+def report(root: Path, out: Path, marks: list[float], anchors: list[str] | None, playouts: int,
            title: str = "A/B learning", ladder: Path | None = None) -> None:
     import matplotlib
 
@@ -510,7 +511,8 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str], playou
             print(f"{arm:<24} {mark:>7g}  {means[-1][1]:>+8.0f}   {detail}")
         ax.plot([m[0] for m in means], [m[1] for m in means], "o-", color=color, linewidth=2.2,
                 label=f"{arm} (mean of seeds)")
-    for name in anchors:
+    met = {r["opponent"] for r in wdl_rows(root, marks, playouts)}  # lines for the opponents the models met
+    for name in sorted(met if anchors is None else anchors, key=lambda n: ratings[n].elo if n in ratings else 0):
         if name in ratings and name != "random":
             ax.axhline(ratings[name].elo, color="grey", linestyle=":", linewidth=0.8)
             ax.annotate(name, (0.01, ratings[name].elo), xycoords=("axes fraction", "data"), fontsize=7,
@@ -543,7 +545,8 @@ def main() -> None:
     for name in ("rate", "cross", "report"):
         p = sub.add_parser(name)
         p.add_argument("--marks", default="10,20,30", help="minutes since generation 0")
-        p.add_argument("--anchors", default=ANCHORS)
+        p.add_argument("--anchors", default=None if name == "report" else ANCHORS,
+                       help="report: fit only games against these (default: every opponent the games name)")
         p.add_argument("--playouts", type=int, default=32, help="playouts per move of the rated models")
         if name in ("rate", "cross"):
             p.add_argument("--games", type=int, default=10, help="games per pairing (even)")
@@ -587,7 +590,7 @@ def main() -> None:
     if getattr(args, "cpu_log", ""):
         cpu_clock(args.cpu_columns, args.cpu_log, args.cpu_start)
     marks = [float(m) for m in args.marks.split(",")]
-    anchors = args.anchors.split(",")
+    anchors = args.anchors.split(",") if args.anchors else None
     if args.cmd == "rate" and args.step:
         rate_steps(root, parse_steps(args.step), args.games, args.playouts, args.judge, args.threads,
                    [x for x in args.only.split(",") if x], args.config)

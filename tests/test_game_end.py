@@ -146,3 +146,15 @@ def test_bad_rules_are_refused() -> None:
         GameRules(declaration="26")
     with pytest.raises(ValueError, match="repetitions"):
         GameRules(repetitions=4)
+
+
+def test_a_long_cycle_still_ends_at_its_fourth_occurrence() -> None:
+    # each rook walks a 6-move loop along its own rank: the start position every 12 plies, so its
+    # fourth occurrence is 36 plies in, beyond any fixed 16- or 32-ply window
+    loop = " 2h3h 8b7b 3h4h 7b6b 4h5h 6b5b 5h6h 5b4b 6h7h 4b3b 7h2h 3b8b"
+    assert parse_position("startpos moves" + loop).sfen().split()[:3] == parse_position("startpos").sfen().split()[:3]
+    board = parse_position("startpos moves" + loop * 3)
+    assert earlier_occurrences(board, len(board.history)) == 3
+    assert game_end(board, GameRules(repetitions=3)) == Verdict(None, "repetition")
+    assert game_end(board, play_rules(MAX_MOVES, "27")) == Verdict(None, "repetition")
+    assert game_end(parse_position("startpos moves" + loop * 2), GameRules(repetitions=3)) is None
