@@ -93,7 +93,7 @@ ENGINE_KINDS = ("gpsshogi", "fairy-stockfish", "usi")
 _LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
 # per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
 _ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi"), "fairy-stockfish": ("skill", "byoyomi", "nodes"), "usi": _LIMITS}
-ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, gpsshogi:depth=D[:byoyomi=MS], "
+ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, miniosl:sample=N, gpsshogi:depth=D[:byoyomi=MS], "
                 "fairy-stockfish:skill=S:byoyomi=MS (or :nodes=N), usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS "
                 "(or nodes=N, depth=N)")
 
@@ -102,11 +102,12 @@ ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, gpsshogi:depth=D[:byoyomi=MS], "
 class AnchorName:
     """A `rate.anchors` entry taken apart by `parse_anchor`.
 
-    `kind`: random, alphabeta, gen, or an engine (`ENGINE_KINDS`). `value`: the N of alphabeta:N and
-    gen-NNNN, the command line of usi:COMMAND. `settings`: an engine's whole-number keys (depth, skill, and
-    the `go` limits byoyomi, nodes, depth) in the order its name lists them; `options`: a usi: anchor's
-    USI options, as written. The name is what ratings files and CSVs key on, so it has one spelling:
-    `canonical()` writes it back, and `parse_anchor` refuses any other spelling.
+    `kind`: random, alphabeta, gen, miniosl, or an engine (`ENGINE_KINDS`). `value`: the N of
+    alphabeta:N, gen-NNNN and miniosl:sample=N, the command line of usi:COMMAND. `settings`: an
+    engine's whole-number keys (depth, skill, and the `go` limits byoyomi, nodes, depth) in the order
+    its name lists them; `options`: a usi: anchor's USI options, as written. The name is what ratings
+    files and CSVs key on, so it has one spelling: `canonical()` writes it back, and `parse_anchor`
+    refuses any other spelling.
     """
 
     kind: str
@@ -122,6 +123,8 @@ class AnchorName:
             return "random"
         if self.kind == "gen":
             return f"gen-{self.value}"
+        if self.kind == "miniosl":
+            return f"miniosl:sample={self.value}"
         fields = [f"{k}={v}" for k, v in self.options] + [f"{k}={v}" for k, v in self.settings]
         if self.kind == "usi":  # `;` as in a teacher's usi:COMMAND;Key=value: a command line may hold ':'
             return ";".join([f"usi:{self.value}", *fields])
@@ -144,6 +147,8 @@ def parse_anchor(name: str) -> AnchorName:
         return AnchorName("alphabeta", m.group(1))
     if m := re.fullmatch(r"gen-(\d{4,})", name):
         return AnchorName("gen", m.group(1))
+    if m := re.fullmatch(r"miniosl:sample=(0|[1-9]\d*)", name):
+        return AnchorName("miniosl", m.group(1))
     kind, _, rest = name.partition(":")
     if kind not in ENGINE_KINDS or not rest:
         raise ValueError(f"'{name}' is not an anchor (one of: {ANCHOR_FORMS})")

@@ -5,6 +5,9 @@
 - `alphabeta:N`: the built-in classical reference at a budget of N positions per move
   (`dlzero.gating.alphabeta`; deterministic and frozen, so `alphabeta:1000` means the same in every run).
 - `gen-NNNN`: a model of the run itself (usually `gen-0000`, the untrained start).
+- `miniosl:sample=N`: miniosl's pretrained network without search (`pip install -e '.[teacher]'`), its
+  first N plies of a game drawn from its policy, then its own move: the teacher a student distilled
+  from (`dlzero teach`), as a yardstick.
 - real engines over USI, above the alpha-beta rungs (`apt-get install gpsshogi fairy-stockfish`):
   `gpsshogi:depth=D` is GPS Shogi (world champion 2009 and 2012) searching to LimitDepth D (4..10) with
   no opening book on one thread (`go` carries a byoyomi that only caps a runaway search:
@@ -95,9 +98,14 @@ def engine_anchor(name: str, timeout_s: float = 120.0) -> UsiOpponent:
 
 
 def builtin_chooser(name: str, seed: int = 0) -> MoveChooser:
-    """The chooser of a tree-less built-in anchor (`random`, `alphabeta:N`)."""
+    """The chooser of a tree-less built-in anchor (`random`, `alphabeta:N`, `miniosl:sample=N`)."""
     if name == RANDOM:
         return RandomMover(seed)
+    if name.startswith("miniosl:"):
+        from dlzero.teacher.onnx_miniosl import MinioslTeacher  # optional: the `teacher` extra
+        from dlzero.teacher.player import TeacherPlayer
+
+        return TeacherPlayer(MinioslTeacher(), name, int(parse_anchor(name).value), seed)
     m = _ALPHABETA.match(name)
     if m:
         return AlphaBeta(int(m.group(1)))

@@ -1,0 +1,276 @@
+"""Teacher benchmark (issue 22; not a test): a student distilled from a teacher, then self-play on top, rated.
+
+    python scripts/teacher_benchmark.py --root runs/teacher-bench teach --positions 1000000 --init-steps 9000
+    python scripts/teacher_benchmark.py --root runs/teacher-bench selfplay --minutes 60 --teacher-fraction 0.5
+    python scripts/teacher_benchmark.py --root runs/teacher-bench rate --games 20 --playouts 400
+    python scripts/teacher_benchmark.py --root runs/teacher-bench report --out docs/benchmarks/teacher
+
+Stage `teacher`: `dlzero teach` labels `--positions` positions of the teacher's own games (`--workers`
+processes) into ROOT/teacher.hcpe3, then `dlzero loop --init-from ROOT/teacher.hcpe3 --init-steps S
+--generations 0` trains generation 0 of the run ROOT/run on it. Its minutes are the wall time of both.
+Stage `teacher+selfplay`: `dlzero loop` continues that run for `--minutes` (SIGINT at the deadline; the
+loop resumes, so a stopped stage is rerun with the minutes left), and its best model at the end is the
+stage's model. ROOT/stages.json records what each stage did (commands, minutes, positions, generation).
+
+`rate` plays each stage's model against each anchor on its own (no anchor-vs-anchor games), `--games`
+games at `--playouts` playouts; games accumulate in ROOT/run/rating/, so a rerun tops up what is missing.
+`report` writes OUT.csv (stage, minutes, opponent, wins, draws, losses), OUT.png (each stage's score
+against each opponent, 95 % intervals) and prints a Markdown table for OUT.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import datetime as dt
+import json
+import math
+import platform
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from learning_benchmark import run_loop  # the same directory: run as python scripts/teacher_benchmark.py
+
+STAGES = ("teacher", "teacher+selfplay")
+ANCHORS = ("alphabeta:1000,fairy-stockfish:skill=0:byoyomi=100,fairy-stockfish:skill=10:byoyomi=100,"
+           "gpsshogi:depth=4,miniosl:sample=12")
+
+
+def cpu_flags() -> str:
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    return " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "amx_int8") if f in flags) or "no avx2"
+
+
+def log(text: str) -> None:
+    print(f"{dt.datetime.now():%H:%M:%S} {text}", flush=True)
+
+
+def read_stages(root: Path) -> dict:
+    path = root / "stages.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def write_stages(root: Path, stages: dict) -> None:
+    from dlzero.data.atomic import atomic_write_text
+
+    atomic_write_text(root / "stages.json", json.dumps(stages, indent=2) + "\n")
+
+
+def best_generation(run: Path) -> int:
+    from dlzero.rundir import RunDir
+
+    best = RunDir.open(run).best()
+    if best is None:
+        raise SystemExit(f"{run}: no promoted model yet")
+    return best.generation
+
+
+def stage_teacher(root: Path, args: argparse.Namespace) -> None:
+    """Label, then train generation 0: the minutes of both are the stage's minutes."""
+    stages = read_stages(root)
+    if "teacher" in stages:
+        raise SystemExit(f"{root}: the teacher stage is done ({stages['teacher']['minutes']:.1f} min); "
+                         "remove stages.json and the run to redo it")
+    data = root / "teacher.hcpe3"
+    teach = [sys.executable, "-m", "dlzero.cli", "teach", "--teacher", args.teacher, "--positions",
+             str(args.positions), "--workers", str(args.workers), "--out", str(data), "--quiet"]
+    log(f"{cpu_flags()}: {' '.join(teach[2:])}")
+    t0 = time.monotonic()
+    subprocess.run(teach, check=True)
+    label_s = time.monotonic() - t0
+    extra = ["--init-from", str(data), "--init-steps", str(args.init_steps), "--generations", "0",
+             *[f"--set={s}" for s in args.set]]
+    log(f"labelled in {label_s / 60:.1f} min; dlzero loop --config tiny --run {root / 'run'} {' '.join(extra)}")
+    t1 = time.monotonic()
+    status = run_loop(root / "run", 24 * 60.0, extra)
+    if status != 0:
+        raise SystemExit(f"the warm start failed (exit status {status})")
+    train_s = time.monotonic() - t1
+    from dlzero.data.hcpe3 import read_hcpe3
+
+    positions = sum(len(g.moves) for g in read_hcpe3(data))
+    stages["teacher"] = {"minutes": (label_s + train_s) / 60.0, "label_minutes": label_s / 60.0,
+                         "train_minutes": train_s / 60.0, "positions": positions, "teacher": args.teacher,
+                         "init_steps": args.init_steps, "sets": args.set, "generation": 0, "cpu": cpu_flags(),
+                         "commands": [" ".join(teach[2:]), "dlzero loop --config tiny " + " ".join(extra)]}
+    write_stages(root, stages)
+    log(f"teacher stage: {positions} positions, {label_s / 60:.1f} + {train_s / 60:.1f} min")
+
+
+def stage_selfplay(root: Path, args: argparse.Namespace) -> None:
+    """The loop from generation 0 on for the minutes left of `--minutes`; the best model at the end."""
+    stages = read_stages(root)
+    if "teacher" not in stages:
+        raise SystemExit("run the teacher stage first")
+    done = stages.get("teacher+selfplay", {}).get("selfplay_minutes", 0.0)
+    left = args.minutes - done
+    if left <= 0.05:
+        raise SystemExit(f"the self-play stage is done ({done:.1f} min)")
+    extra = [*([f"--teacher-fraction={args.teacher_fraction}"] if args.teacher_fraction is not None else []),
+             *[f"--set={s}" for s in args.set]]
+    log(f"{cpu_flags()}: dlzero loop --config tiny --run {root / 'run'} {' '.join(extra)} for {left:.1f} min")
+    t0 = time.monotonic()
+    run_loop(root / "run", left, extra)
+    done += (time.monotonic() - t0) / 60.0
+    gen = best_generation(root / "run")
+    stages["teacher+selfplay"] = {"minutes": stages["teacher"]["minutes"] + done, "selfplay_minutes": done,
+                                  "generation": gen, "teacher_fraction": args.teacher_fraction,
+                                  "sets": args.set, "cpu": cpu_flags(),
+                                  "commands": ["dlzero loop --config tiny " + " ".join(extra)]}
+    write_stages(root, stages)
+    log(f"self-play stage: {done:.1f} min, best model generation {gen}")
+
+
+def stage_rate(root: Path, args: argparse.Namespace) -> None:
+    """Each stage's model against each anchor alone: no anchor-vs-anchor games (the ladder has those)."""
+    from dlzero.gating.rating import rate
+    from dlzero.rundir import RunDir
+
+    stages = read_stages(root)
+    rd = RunDir.open(root / "run")
+    base = rd.config()
+    base.rate.games, base.rate.playouts = args.games, args.playouts
+    base.inference.threads = args.threads
+    gens = sorted({s["generation"] for name, s in stages.items() if name in STAGES})
+    for anchor in args.anchors.split(","):
+        cfg = copy.deepcopy(base)
+        cfg.rate.anchors = [anchor]
+        t0 = time.monotonic()
+        report = rate(rd, cfg, gens, progress=not args.quiet)
+        log(f"generations {gens} vs {anchor}: {report.played} games in {time.monotonic() - t0:.0f} s")
+        for line in report.problems:
+            print(f"warning: {line}")
+
+
+def tally(root: Path, playouts: int) -> list[dict]:
+    """Each stage's model against each opponent it met at `playouts`: wins, draws, losses."""
+    from dlzero.gating.rating import load_batches
+    from dlzero.rundir import RunDir, generation_name
+
+    stages = read_stages(root)
+    batches = [b for _, b in load_batches(RunDir.open(root / "run"))[0] if b.settings.get("playouts") == playouts]
+    rows = []
+    for stage in STAGES:
+        if stage not in stages:
+            continue
+        me = generation_name(stages[stage]["generation"])
+        counts: dict[str, Counter] = {}
+        for batch in batches:
+            if me not in batch.players:
+                continue
+            for g in batch.games:
+                side = "black" if g["black"] == me else "white"
+                opponent = g["white"] if side == "black" else g["black"]
+                outcome = "draws" if g.get("winner") is None else ("wins" if g["winner"] == side else "losses")
+                counts.setdefault(opponent, Counter())[outcome] += 1
+        for opponent, c in counts.items():
+            rows.append({"stage": stage, "minutes": f"{stages[stage]['minutes']:.1f}", "opponent": opponent,
+                         "wins": c["wins"], "draws": c["draws"], "losses": c["losses"]})
+    return rows
+
+
+def score_interval(w: int, d: int, l: int) -> tuple[float, float, float]:
+    """Score and its 95 % Wilson interval (draws as half a win)."""
+    n = w + d + l
+    if n == 0:
+        return 0.0, 0.0, 1.0
+    p = (w + 0.5 * d) / n
+    z = 1.96
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def plot(rows: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    opponents = list(dict.fromkeys(r["opponent"] for r in rows))
+    stages = [s for s in STAGES if any(r["stage"] == s for r in rows)]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / max(1, len(stages))
+    for i, stage in enumerate(stages):
+        xs, ys, lo, hi = [], [], [], []
+        for j, opp in enumerate(opponents):
+            r = next((r for r in rows if r["stage"] == stage and r["opponent"] == opp), None)
+            if r is None:
+                continue
+            p, a, b = score_interval(int(r["wins"]), int(r["draws"]), int(r["losses"]))
+            xs.append(j + (i - (len(stages) - 1) / 2) * width)
+            ys.append(p)
+            lo.append(p - a)
+            hi.append(b - p)
+        minutes = next(r["minutes"] for r in rows if r["stage"] == stage)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=f"{stage} ({minutes} min)")
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(range(len(opponents)))
+    ax.set_xticklabels([o.replace(":byoyomi=", "\n").replace("fairy-stockfish:", "FSF ") for o in opponents],
+                       fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("student's score (95 % interval)")
+    ax.set_title("student distilled from a teacher, then self-play (2-core CPU)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=110)
+
+
+def report(root: Path, args: argparse.Namespace) -> None:
+    rows = tally(root, args.playouts)
+    if not rows:
+        raise SystemExit(f"{root}: no games at {args.playouts} playouts yet")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.with_suffix(".csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ["stage", "minutes", "opponent", "wins", "draws", "losses"])
+        writer.writeheader()
+        writer.writerows(rows)
+    plot(rows, out)
+    print("| stage | minutes | opponent | W-D-L | score | 95 % interval |\n|---|---:|---|---|---:|---|")
+    for r in rows:
+        p, a, b = score_interval(int(r["wins"]), int(r["draws"]), int(r["losses"]))
+        print(f"| {r['stage']} | {r['minutes']} | `{r['opponent']}` | {r['wins']}-{r['draws']}-{r['losses']} | "
+              f"{p:.2f} | [{a:.2f}, {b:.2f}] |")
+    print(f"\nwrote {out.with_suffix('.csv')} and {out.with_suffix('.png')}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", type=Path, default=Path("runs/teacher-bench"))
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("teach", help="stage `teacher`: label, then train generation 0")
+    t.add_argument("--teacher", default="miniosl")
+    t.add_argument("--positions", type=int, default=1_000_000)
+    t.add_argument("--workers", type=int, default=2)
+    t.add_argument("--init-steps", type=int, default=9000)
+    s = sub.add_parser("selfplay", help="stage `teacher+selfplay`: the loop on top for --minutes")
+    s.add_argument("--minutes", type=float, default=60.0)
+    s.add_argument("--teacher-fraction", type=float, default=None)
+    for q in (t, s):
+        q.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="config override for the run (repeatable)")
+    r = sub.add_parser("rate", help="each stage's model against each anchor")
+    r.add_argument("--anchors", default=ANCHORS)
+    r.add_argument("--games", type=int, default=20)
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--quiet", action="store_true")
+    o = sub.add_parser("report", help="OUT.csv, OUT.png and a Markdown table")
+    o.add_argument("--out", default="docs/benchmarks/teacher")
+    for q in (r, o):
+        q.add_argument("--playouts", type=int, default=400)
+    args = p.parse_args()
+    args.root.mkdir(parents=True, exist_ok=True)
+    {"teach": stage_teacher, "selfplay": stage_selfplay, "rate": stage_rate, "report": report}[args.cmd](
+        args.root, args)
+
+
+if __name__ == "__main__":
+    main()
