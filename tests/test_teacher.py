@@ -160,6 +160,20 @@ def test_teach_self_play_writes_known_labels_and_resumes(engine, tmp_path):
         teach(TeachSettings(**{**vars(settings), "teacher": f"{engine};MultiPV=2"}), progress=False)
 
 
+def test_a_game_the_teacher_resigns_at_once_is_not_kept(engine):
+    from dlzero.teacher.label import play_games
+
+    lines = ["startpos moves 7g7f 3c3d"]
+    with open_teacher(f"{engine};ResignPly=0") as teacher:
+        games, positions = play_games(teacher, lines, 2, seed=1, settings=PlaySettings(sample_plies=0),
+                                      report=lambda n: None)
+    assert (games, positions) == ([], 0)  # the opening's plies alone carry no label
+    with open_teacher(f"{engine};ResignPly=3") as teacher:
+        games, positions = play_games(teacher, lines, 2, seed=1, settings=PlaySettings(sample_plies=0),
+                                      report=lambda n: None)
+    assert len(games) == 2 and positions == 2 * 1  # move 3 is labelled, move 4 resigned
+
+
 def test_teach_relabels_games_keeping_moves_and_results(engine, tmp_path):
     source = tmp_path / "games.hcpe3"
     games = []

@@ -145,7 +145,7 @@ def play_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: in
             positions += label.move16 is not None
             if not game.play(label, rng, settings, rules):
                 still.append(game)
-            elif game.record.moves:
+            elif game.teacher_plies:  # a game the teacher resigned at once holds no label: nothing to train on
                 done.append(game.record)
         report(sum(label.move16 is not None for label in labels))
         active = still
