@@ -33,7 +33,9 @@ from dlzero.errors import ConfigError
 from dlzero.gating.alphabeta import AlphaBeta
 from dlzero.gating.usi_client import Go, UsiEngineError
 from dlzero.gating.usi_opponent import UsiOpponent
+from dlzero.inference.miniosl import MinioslNetwork
 from dlzero.play import RANDOM, MoveChooser, RandomMover
+from dlzero.play.players import MinioslPlayer
 
 _ALPHABETA = re.compile(r"alphabeta:([1-9]\d*)$")
 GPS_BYOYOMI_CAP_MS = 10_000  # GPS Shogi stops at its depth (0.1-3 s at depth 4); this only bounds a runaway
@@ -102,10 +104,7 @@ def builtin_chooser(name: str, seed: int = 0) -> MoveChooser:
     if name == RANDOM:
         return RandomMover(seed)
     if name.startswith("miniosl:"):
-        from dlzero.teacher.onnx_miniosl import MinioslTeacher  # optional: the `teacher` extra
-        from dlzero.teacher.player import TeacherPlayer
-
-        return TeacherPlayer(MinioslTeacher(), name, int(parse_anchor(name).value), seed)
+        return MinioslPlayer(MinioslNetwork(), name, int(parse_anchor(name).value), seed)
     m = _ALPHABETA.match(name)
     if m:
         return AlphaBeta(int(m.group(1)))

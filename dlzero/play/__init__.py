@@ -3,7 +3,8 @@
 - `game`: a game in progress, the `MoveChooser` protocol every player follows, the rules profile
   (`play_rules`) and the one way a move is played (`play_move`);
 - `driver`: many games in lockstep (`play_lockstep`), each player moving in all its games at once;
-- `players`: the search over a network (`SearchPlayer`) and the random mover (`RandomMover`);
+- `players`: the search over a network (`SearchPlayer`), the random mover (`RandomMover`) and miniosl's
+  network without search (`MinioslPlayer`, the optional `teacher` extra);
 - `openings`: reading openings files and making and using opening suites;
 - `material`: the piece values and material count (the alpha-beta anchor's, shared with the suites).
 

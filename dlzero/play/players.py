@@ -1,6 +1,7 @@
-"""The players dlzero's own code provides: the search over a network, and the random mover.
+"""The players dlzero's own code provides: the search over a network, the random mover, and miniosl's
+network without search.
 
-Both are `MoveChooser`s, like the classical alpha-beta anchor (`dlzero.gating.alphabeta`) and outside
+All are `MoveChooser`s, like the classical alpha-beta anchor (`dlzero.gating.alphabeta`) and outside
 USI engines (`dlzero.gating.usi_opponent`).
 """
 
@@ -12,7 +13,9 @@ import numpy as np
 
 from dlzero.config import SearchConfig
 from dlzero.inference.base import Evaluator
+from dlzero.inference.miniosl import MinioslNetwork
 from dlzero.play.game import Game
+from dlzero.position import position_string, start_position
 from dlzero.search import Search, Tree, chosen_index, find_mate, root_winrate
 
 RANDOM = "random"
@@ -33,6 +36,34 @@ class RandomMover:
             moves = list(game.board.legal_moves)
             out.append(int(moves[self._rng.integers(len(moves))]) if moves else None)
         return out
+
+
+class MinioslPlayer:
+    """A `MoveChooser` playing miniosl's network without search: the rating anchor `miniosl:sample=N`,
+    the teacher that `dlzero teach --teacher miniosl` distils from, as a yardstick for its students.
+
+    For the first `sample_plies` plies of a game's history the move is drawn from the network's policy
+    (seeded), so twenty games are twenty games and not one game twenty times; after that it plays the
+    network's own move (its most probable). The network sees each game's whole history."""
+
+    def __init__(self, network: MinioslNetwork, name: str, sample_plies: int = 0, seed: int = 0) -> None:
+        self.network, self.name, self.sample_plies = network, name, sample_plies
+        self._rng = np.random.default_rng(seed)
+
+    def choose(self, games: Sequence[Game]) -> list[int | None]:
+        out: list[int | None] = []
+        for start in range(0, len(games), MINIOSL_BATCH):
+            batch = games[start:start + MINIOSL_BATCH]
+            evals = self.network.evaluate([(position_string(g.board, start_position(g.board)), g.board) for g in batch])
+            for game, e in zip(batch, evals, strict=True):
+                move16 = e.best()
+                if len(game.board.history) < self.sample_plies:
+                    move16 = e.moves[int(self._rng.choice(len(e.moves), p=e.probs / e.probs.sum()))]
+                out.append(game.board.move_from_move16(move16))
+        return out
+
+
+MINIOSL_BATCH = 32  # positions per network call
 
 
 class SearchPlayer:

@@ -1,0 +1,82 @@
+"""miniosl's network as a rating opponent (`miniosl:sample=N`): the name, the sampled plies, the greedy rest.
+
+A fake network (every legal move equally likely, the first one its choice) checks the sampling rule
+exactly; the real network plays where miniosl is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cshogi
+import numpy as np
+import pytest
+
+from dlzero.config import parse_anchor
+from dlzero.gating.anchors import builtin_chooser, check_anchor
+from dlzero.inference.miniosl import MinioslEval
+from dlzero.play import Game
+from dlzero.play.players import MinioslPlayer
+from dlzero.position import parse_position, position_string, start_position
+
+
+class UniformNetwork:
+    """Policy: every legal move equally likely; its move: the first legal move. Records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def evaluate(self, positions: Sequence[tuple[str, cshogi.Board]], temperature: float = 1.0) -> list[MinioslEval]:
+        out = []
+        for usi, board in positions:
+            self.asked.append(usi)
+            moves = [cshogi.move16(m) for m in board.legal_moves]
+            out.append(MinioslEval(moves, np.full(len(moves), 1.0 / len(moves)), 0.5))
+        return out
+
+
+def test_anchor_name_has_one_spelling():
+    assert parse_anchor("miniosl:sample=12").canonical() == "miniosl:sample=12"
+    assert parse_anchor("miniosl:sample=0").value == "0"
+    for bad in ("miniosl", "miniosl:sample=012", "miniosl:sample=-1", "miniosl:plies=12"):
+        assert check_anchor(bad) is not None, bad
+
+
+def test_sampled_plies_then_the_networks_own_move():
+    network = UniformNetwork()
+    first = next(iter(parse_position("startpos").legal_moves))
+    openings = set()
+    for seed in range(8):
+        player = MinioslPlayer(network, "m", sample_plies=1, seed=seed)
+        game = Game(parse_position("startpos"))
+        move = player.choose([game])[0]
+        openings.add(move)
+        game.board.push(move)
+        # past the sampled plies: the network's own move, whatever the seed
+        assert player.choose([game]) == [next(iter(game.board.legal_moves))]
+    assert len(openings) > 1  # 8 draws from 30 equally likely moves
+    assert MinioslPlayer(network, "m", sample_plies=0, seed=5).choose([Game(parse_position("startpos"))]) == [first]
+
+
+def test_the_network_sees_the_whole_history_of_every_game_in_batches():
+    network = UniformNetwork()
+    line = "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2 moves 3c3d"
+    games = [Game(parse_position(line)) for _ in range(40)]
+    moves = MinioslPlayer(network, "m").choose(games)
+    assert len(moves) == 40 and all(games[0].board.is_legal(m) for m in moves)
+    assert network.asked == [line] * 40
+
+
+def test_miniosl_anchor_plays_legal_moves():
+    pytest.importorskip("miniosl", reason="miniosl is not installed: pip install -e '.[teacher]'")
+    player = builtin_chooser("miniosl:sample=4", seed=3)
+    games = [Game(parse_position("startpos")) for _ in range(3)]
+    for _ in range(10):
+        for game, move in zip(games, player.choose(games), strict=True):
+            assert move is not None and game.board.is_legal(move)
+            game.board.push(move)
+    assert len({tuple(g.board.history) for g in games}) > 1  # sampled openings differ
+    # past its sampled plies it plays its own most probable move
+    board = games[0].board
+    (e,) = player.network.evaluate([(position_string(board, start_position(board)), board)])
+    assert player.choose([Game(board.copy())]) == [board.move_from_move16(e.best())]
