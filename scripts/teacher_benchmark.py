@@ -81,6 +81,9 @@ def stage_teacher(root: Path, args: argparse.Namespace) -> None:
     data = root / "teacher.hcpe3"
     teach = [sys.executable, "-m", "dlzero.cli", "teach", "--teacher", args.teacher, "--positions",
              str(args.positions), "--workers", str(args.workers), "--out", str(data), "--quiet"]
+    if (root / "teacher.hcpe3.parts").is_dir():
+        log("warning: teacher.hcpe3.parts exists: the parts made earlier are reused, and their labelling time "
+            "is not in this stage's minutes")
     log(f"{cpu_flags()}: {' '.join(teach[2:])}")
     t0 = time.monotonic()
     subprocess.run(teach, check=True)
@@ -95,7 +98,7 @@ def stage_teacher(root: Path, args: argparse.Namespace) -> None:
     train_s = time.monotonic() - t1
     from dlzero.data.hcpe3 import read_hcpe3
 
-    positions = sum(len(g.moves) for g in read_hcpe3(data))
+    positions = sum(len(m.candidates) > 0 for g in read_hcpe3(data) for m in g.moves)  # the opening's plies: no label
     stages["teacher"] = {"minutes": (label_s + train_s) / 60.0, "label_minutes": label_s / 60.0,
                          "train_minutes": train_s / 60.0, "positions": positions, "teacher": args.teacher,
                          "init_steps": args.init_steps, "sets": args.set, "generation": 0, "cpu": cpu_flags(),
@@ -188,6 +191,12 @@ def score_interval(w: int, d: int, l: int) -> tuple[float, float, float]:
     return p, max(0.0, centre - half), min(1.0, centre + half)
 
 
+def _tick(opponent: str) -> str:
+    """A short axis label: `FSF skill=10` over `100 ms` for fairy-stockfish:skill=10:byoyomi=100."""
+    name, _, byoyomi = opponent.replace("fairy-stockfish:", "FSF ").partition(":byoyomi=")
+    return f"{name}\n{byoyomi} ms" if byoyomi else name
+
+
 def plot(rows: list[dict], out: Path) -> None:
     import matplotlib
 
@@ -213,8 +222,7 @@ def plot(rows: list[dict], out: Path) -> None:
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=f"{stage} ({minutes} min)")
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xticks(range(len(opponents)))
-    ax.set_xticklabels([o.replace(":byoyomi=", "\n").replace("fairy-stockfish:", "FSF ") for o in opponents],
-                       fontsize=8)
+    ax.set_xticklabels([_tick(o) for o in opponents], fontsize=8)
     ax.set_ylim(0, 1)
     ax.set_ylabel("student's score (95 % interval)")
     ax.set_title("student distilled from a teacher, then self-play (2-core CPU)")
