@@ -26,26 +26,18 @@ import csv
 import datetime as dt
 import json
 import math
-import platform
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from learning_benchmark import run_loop  # the same directory: run as python scripts/teacher_benchmark.py
+from ab_learning import cpu_flags  # the same directory: run as python scripts/teacher_benchmark.py
+from learning_benchmark import run_loop
 
 STAGES = ("teacher", "teacher+selfplay")
 ANCHORS = ("alphabeta:1000,fairy-stockfish:skill=0:byoyomi=100,fairy-stockfish:skill=10:byoyomi=100,"
            "gpsshogi:depth=4,miniosl:sample=12")
-
-
-def cpu_flags() -> str:
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    return " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "amx_int8") if f in flags) or "no avx2"
 
 
 def log(text: str) -> None:
