@@ -5,6 +5,7 @@ installed (it comes with the `dev` and `test` extras)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import sqlite3
@@ -20,6 +21,8 @@ from dlzero.config import Config
 from dlzero.usi.options import BY_NAME, get_key
 
 pytest.importorskip("shogiarena", reason="shogiarena is not installed (pip install -e '.[test]')")
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Mate in 3: 5c8c 8a7a G*7b (found by cshogi's df-pn; no mate in 1).
 MATE_IN_3 = "sfen 1k7/9/4+R2P1/9/9/9/9/9/4K4 b G 1"
@@ -76,6 +79,16 @@ def test_a_two_game_match_runs_cleanly(engines, tmp_path):
     for result, plies, meta in games:
         assert plies <= 24 and not any(bad in result for bad in ("TIME", "ILLEGAL", "ERROR")), result
         assert '"MaxMovesToDraw|Draw_Ply\\":24' in meta  # the move cap reached the engines
+    # scripts/arena_result.py (the benchmarks' match scores) reads the same database: one opening,
+    # colours swapped, so one pair; the two sides' scores mirror each other
+    spec = importlib.util.spec_from_file_location("arena_result", ROOT / "scripts/arena_result.py")
+    arena_result = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(arena_result)
+    played = arena_result.read_games(status_file.parent / "game.db")
+    mine, theirs = (arena_result.summarise(played, a, b) for a, b in (("dz0", "dz1"), ("dz1", "dz0")))
+    assert mine["games"] == 2 and sum(mine["pairs"]) == 1
+    assert (mine["wins"], mine["draws"], mine["losses"]) == (theirs["losses"], theirs["draws"], theirs["wins"])
+    assert [sorted(g["sides"].values()) for g in played] == [["dz0", "dz1"]] * 2
 
 
 def test_analyze_with_nodes_and_searchmoves_answers(engines, tmp_path):
@@ -107,7 +120,7 @@ def test_the_spsa_example_validates_and_matches_the_options(engines, tmp_path):
     """docs/shogiarena/spsa.yaml as docs/shogiarena.md sets it up (a checkout with engines/dlzero/ beside
     docs/): shogiarena accepts it, and its space names dlzero's spins, starting at their defaults
     and within their ranges."""
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     shutil.copytree(root / "docs/shogiarena", tmp_path / "docs/shogiarena")
     engine_dir = tmp_path / "engines/dlzero"
     engine_dir.mkdir(parents=True)
