@@ -116,21 +116,24 @@ def test_mate_finds_a_known_mate(engines, tmp_path):
     assert board.is_check() and not list(board.legal_moves)  # the side to move is mated
 
 
-def test_the_spsa_example_validates_and_matches_the_options(engines, tmp_path):
-    """docs/shogiarena/spsa.yaml as docs/shogiarena.md sets it up (a checkout with engines/dlzero/ beside
-    docs/): shogiarena accepts it, and its space names dlzero's spins, starting at their defaults
+@pytest.mark.parametrize("config, space_file", [
+    ("docs/shogiarena/spsa.yaml", "docs/shogiarena/search-space.yaml"),
+    ("docs/benchmarks/spsa-config.yaml", "docs/benchmarks/spsa-search-space.yaml"),  # the run measured
+])
+def test_the_spsa_configs_validate_and_match_the_options(engines, tmp_path, config, space_file):
+    """The SPSA configs as docs/shogiarena.md sets them up (a checkout with engines/dlzero/ beside
+    docs/): shogiarena accepts them, and their spaces name dlzero's spins, starting at their defaults
     and within their ranges."""
-    root = ROOT
-    shutil.copytree(root / "docs/shogiarena", tmp_path / "docs/shogiarena")
+    for folder in ("docs/shogiarena", "docs/benchmarks"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
     engine_dir = tmp_path / "engines/dlzero"
     engine_dir.mkdir(parents=True)
     shutil.copy(engines[0], engine_dir / "dlzero-usi")
     (engine_dir / "dlzero.yaml").write_text("name: dlzero\nengine_path: engines/dlzero/dlzero-usi\n"
                                             "working_directory: engines/dlzero\noptions: {Playouts: 128}\n")
-    proc = _run("--output-dir", str(tmp_path / "out"), "run", "spsa", "docs/shogiarena/spsa.yaml",
-                "--validate-only", cwd=tmp_path)
+    proc = _run("--output-dir", str(tmp_path / "out"), "run", "spsa", config, "--validate-only", cwd=tmp_path)
     assert "Validated SPSA config" in proc.stdout + proc.stderr
-    space = yaml.safe_load((root / "docs/shogiarena/search-space.yaml").read_text())
+    space = yaml.safe_load((ROOT / space_file).read_text())
     for param in space["parameters"]:
         opt = BY_NAME[param["target"]["option"].lower()]
         assert param["value_type"] == "int" and opt.kind == "spin"
