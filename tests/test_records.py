@@ -13,7 +13,8 @@ import pytest
 from dlzero.commands import import_records as command
 from dlzero.data.hcpe import read_hcpe
 from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, WHITE_WIN
-from dlzero.data.records import decode_record, find_record_files, import_records
+from dlzero.data.record_import import find_record_files, import_records
+from dlzero.data.records import decode_record
 
 RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "records"
 CSA = RECORDS / "kifu-for-js-csa"

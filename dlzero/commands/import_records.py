@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlzero.data.records import import_records
+    from dlzero.data.record_import import import_records
 
     report = import_records(args.files, args.out, progress=not args.quiet)
     print(f"imported {len(report.imported)} files / {report.positions} positions", end="", file=sys.stderr)

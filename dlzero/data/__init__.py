@@ -25,7 +25,7 @@ from dlzero.data.hcpe3 import (
     read_sidecar,
     write_hcpe3,
 )
-from dlzero.data.records import ImportReport, find_record_files, import_records
+from dlzero.data.record_import import ImportReport, find_record_files, import_records
 
 __all__ = [
     "BLACK_WIN",

@@ -1,20 +1,13 @@
-"""Import CSA and KIF game records (files people collect) into one hcpe file for supervised training.
+"""Read CSA, KIF and KI2 game records (files people collect) into games: start, moves, result.
 
-Each game gives one hcpe record per move: the position before the move (hcp), the move as
-bestMove16, eval 0 (records have no engine eval) and gameResult from the record. Decisions:
+Both users of records read through here: `dlzero import-records` (record_import.py, hcpe for
+supervised training) and `dlzero review` / teacher positions (`read_games`). Decisions:
 
 - Result. 1 or 2 when the record says who won: a CSA `%TORYO`/`%TSUMI`/`%TIME_UP`/`%ILLEGAL_MOVE`
   loses for the side to move, `%KACHI` wins for it, `%+ILLEGAL_ACTION`/`%-ILLEGAL_ACTION` name the
   offender; in KIF the "まで…手で…の勝ち" line, or else the final 投了/詰み/切れ負け/反則負け
   (loss for the side to move) or 入玉勝ち/反則勝ち (win) line. 千日手, 持将棋, %SENNICHITE and
-  %JISHOGI are draws (0). A game with no known winner (中断, %CHUDAN, no result at all) is still
-  imported, as gameResult 0, because its moves are good policy targets; a note says so, so a
-  value-sensitive user can leave such files out. The hcpe2 flag bits are not set, so plain hcpe
-  readers (dlshogi's among them) read the file unchanged.
-- Illegal moves. Every move is checked against cshogi's legal moves while replaying. At the first
-  illegal (or unreadable) move the game is cut: the moves before it are imported with the
-  record's result, and a note names the move. A file that yields no position at all is skipped.
-- Positions hcp cannot hold (no king, as in tsume problems) are skipped with the reason.
+  %JISHOGI are draws (0). A game with no known winner (中断, %CHUDAN, no result at all) has winner None.
 - KIF: the main line only (variations after the first "変化：" line are ignored), handicaps by
   手合割, board diagrams (custom start positions, which cshogi's own KIF parser ignores) read
   here; moves are read with cshogi's `KIF.Parser.parse_move_str`. CSA: cshogi's parser, every
@@ -22,45 +15,27 @@ bestMove16, eval 0 (records have no engine eval) and gameResult from the record.
   KI2 parser, which resolves 右/左/上/引 against the board.
 - Text encoding: the declared one (`'encoding=` in CSA, `#KIF ... encoding=` in KIF) if any,
   else UTF-8, then cp932, then EUC-JP.
-- Isolation. cshogi's parsers are C++ and can crash the whole process on bad input (the CSA parser
-  segfaults on kifu-for-js-csa/9fu_komabetsu.csa). So files are parsed and replayed in a child
-  process (`python -c` running `_worker_main`, not multiprocessing, whose spawn mode re-runs the
-  caller's main script); when it dies, the file it was on is reported as skipped ("parser
-  crashed (signal 11, SIGSEGV)") and a new child carries on with the rest. A file that takes
-  longer than `timeout_s` is skipped the same way.
+- cshogi's parsers are C++ and can crash the process on bad input, so a user's file is only ever
+  parsed in a child process (dlzero.data.isolated).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import pickle
-import queue
 import re
-import signal
-import struct
-import subprocess
-import sys
-import tempfile
-import threading
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple
 
 import cshogi
 import cshogi.CSA
 import cshogi.KI2
 import cshogi.KIF
-import numpy as np
-from tqdm import tqdm
 
-from dlzero.data.hcpe import HCPE_DTYPE, find_bad_hcp, format_move16, legal_move16s, write_hcpe
+from dlzero.data.hcpe import format_move16, legal_move16s
 from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, WHITE_WIN
+from dlzero.data.isolated import DEFAULT_TIMEOUT_S, run_isolated
 
 RECORD_SUFFIXES = (".csa", ".kif", ".kifu", ".ki2")
-DEFAULT_TIMEOUT_S = 120.0
 
 # ---------------------------------------------------------------- results
 
@@ -85,7 +60,7 @@ def _winner_from_ending(ending: str, mover: int) -> int | None:
 
 
 @dataclass
-class _ParsedGame:
+class ParsedGame:
     """A game as read from a record: start SFEN, cshogi moves, winner (None if unknown), notes."""
 
     sfen: str
@@ -124,7 +99,7 @@ def decode_record(raw: bytes) -> str:
 # ---------------------------------------------------------------- CSA
 
 
-def _parse_csa(text: str) -> list[_ParsedGame]:
+def _parse_csa(text: str) -> list[ParsedGame]:
     """Every game of a CSA file (games are separated by "/" lines)."""
     games = []
     for parser in cshogi.CSA.Parser.parse_str(text if text.endswith("\n") else text + "\n"):
@@ -133,7 +108,7 @@ def _parse_csa(text: str) -> list[_ParsedGame]:
         moves = list(parser.moves)
         mover = _start_turn(parser.sfen) ^ (len(moves) & 1)
         ending = parser.endgame or "no result"
-        games.append(_ParsedGame(parser.sfen, moves, _winner_from_ending(ending, mover), ending))
+        games.append(ParsedGame(parser.sfen, moves, _winner_from_ending(ending, mover), ending))
     return games
 
 
@@ -262,7 +237,7 @@ def _kif_winner(result_line: str | None) -> int | None:
     return BLACK_WIN + WHITE_WIN - side_wins if m.group(2) == "反則負け" else side_wins
 
 
-def _parse_kif(text: str) -> list[_ParsedGame]:
+def _parse_kif(text: str) -> list[ParsedGame]:
     """The main line of a KIF file as one game; reading stops at the first illegal/unreadable move."""
     kif = _scan_kif(text)
     sfen = _kif_start_sfen(kif)
@@ -294,7 +269,7 @@ def _parse_kif(text: str) -> list[_ParsedGame]:
     winner = _kif_winner(kif.result_line)
     if winner is None:
         winner = _winner_from_ending(ending, mover)
-    return [_ParsedGame(sfen, moves, winner, ending, notes)]
+    return [ParsedGame(sfen, moves, winner, ending, notes)]
 
 
 # ---------------------------------------------------------------- KI2
@@ -302,237 +277,23 @@ def _parse_kif(text: str) -> list[_ParsedGame]:
 _CSHOGI_WINNER = {cshogi.BLACK_WIN: BLACK_WIN, cshogi.WHITE_WIN: WHITE_WIN, cshogi.DRAW: RESULT_DRAW}
 
 
-def _parse_ki2(text: str) -> list[_ParsedGame]:
+def _parse_ki2(text: str) -> list[ParsedGame]:
     """A KI2 file as one game; cshogi's parser names the winner from the "まで…" line."""
     parser = cshogi.KI2.Parser.parse_str(text)
     ending = parser.endgame or "no result"
-    return [_ParsedGame(parser.sfen, list(parser.moves), _CSHOGI_WINNER.get(parser.win), ending)]
+    return [ParsedGame(parser.sfen, list(parser.moves), _CSHOGI_WINNER.get(parser.win), ending)]
 
 
-# ---------------------------------------------------------------- replay
-
-
-def _replay(game: _ParsedGame) -> tuple[np.ndarray, list[str]]:
-    """hcpe records for the legal prefix of a game, and notes about what was cut or assumed."""
-    notes = list(game.notes)
-    board = cshogi.Board(game.sfen)
-    records = np.zeros(len(game.moves), HCPE_DTYPE)
-    count = 0
-    for move in game.moves:
-        move16 = move & 0xFFFF
-        if move16 not in legal_move16s(board):
-            what = f"({format_move16(move16)}) is illegal" if move16 else "was not understood by the parser"
-            notes.append(f"move {count + 1} {what} in {board.sfen()}; imported the {count} moves before it")
-            break
-        board.to_hcp(records["hcp"][count])
-        records["bestMove16"][count] = move16
-        board.push_move16(move16)
-        count += 1
-    records = records[:count]
-    bad = find_bad_hcp(records["hcp"]) if count else None
-    if bad is not None:
-        return records[:0], [f"position cannot be stored as hcp: {bad[1]}"]
-    if count and game.winner is None:
-        notes.append(f"no winner known ({game.ending}): imported with gameResult 0 (draw)")
-    records["gameResult"] = game.winner or RESULT_DRAW
-    return records, notes
-
-
-class _FileResult(NamedTuple):
-    """What the child process sends back for one file: records, or the reason it was skipped."""
-
-    path: str
-    records: np.ndarray | None
-    reason: str | None
-    notes: list[str]
-
-
-def _parse_games(path: str, text: str) -> list[_ParsedGame]:
+def parse_record_file(path: str) -> list[ParsedGame]:
+    """Every game of one record file, by its suffix. Only call it in a child process (see above)."""
+    parsers = {".csa": _parse_csa, ".kif": _parse_kif, ".kifu": _parse_kif, ".ki2": _parse_ki2}
     suffix = Path(path).suffix.lower()
-    if suffix == ".csa":
-        return _parse_csa(text)
-    if suffix in (".kif", ".kifu"):
-        return _parse_kif(text)
-    if suffix == ".ki2":
-        return _parse_ki2(text)
-    raise ValueError(f"unknown record format {suffix!r} (expected {', '.join(RECORD_SUFFIXES)})")
+    if suffix not in parsers:
+        raise ValueError(f"unknown record format {suffix!r} (expected {', '.join(RECORD_SUFFIXES)})")
+    return parsers[suffix](decode_record(Path(path).read_bytes()))
 
 
-def _convert_file(path: str) -> _FileResult:
-    """Parse and replay one record file; runs in the child process, where a crash is survivable."""
-    try:
-        games = _parse_games(path, decode_record(Path(path).read_bytes()))
-        chunks: list[np.ndarray] = []
-        notes: list[str] = []
-        for index, game in enumerate(games):
-            records, game_notes = _replay(game)
-            prefix = f"game {index + 1}: " if len(games) > 1 else ""
-            notes.extend(prefix + note for note in game_notes)
-            chunks.append(records)
-    except Exception as e:  # cshogi and decoding raise assorted types; one file must not stop an import
-        return _FileResult(path, None, f"{type(e).__name__}: {e}", [])
-    total = sum(len(c) for c in chunks)
-    if total == 0:
-        return _FileResult(path, None, "; ".join(notes) or "no moves", [])
-    return _FileResult(path, np.concatenate(chunks), None, notes)
-
-
-# ---------------------------------------------------------------- isolation
-
-
-_FRAME_HEADER = struct.Struct("<Q")
-_WORKER_CODE = "import sys; from dlzero.data.records import _worker_main; sys.exit(_worker_main())"
-
-
-def _worker_main() -> int:
-    """Child process: read a JSON list of paths on stdin, send one pickled result per file.
-
-    Results go to the original stdout; fd 1 is then pointed at stderr, because cshogi's C++ code
-    prints diagnostics to stdout and would corrupt the stream.
-    """
-    results = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    for path in json.load(sys.stdin):
-        payload = pickle.dumps(_convert_file(path), protocol=pickle.HIGHEST_PROTOCOL)
-        results.write(_FRAME_HEADER.pack(len(payload)) + payload)
-        results.flush()
-    return 0
-
-
-def _read_results(stream: IO[bytes], out: queue.Queue) -> None:
-    """Reader thread: unpickle frames from the child until its output ends, then put None."""
-    try:
-        while len(header := stream.read(_FRAME_HEADER.size)) == _FRAME_HEADER.size:
-            payload = stream.read(_FRAME_HEADER.unpack(header)[0])
-            out.put(pickle.loads(payload))
-    except (EOFError, pickle.UnpicklingError, OSError):
-        pass  # a torn frame from a dying child: the parent reports the file as crashed
-    finally:
-        out.put(None)
-
-
-def _worker_env() -> dict[str, str]:
-    """The parent's environment, with this checkout first on the path so the child imports it."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
-
-
-def _death_reason(returncode: int | None, stderr: IO[bytes]) -> str:
-    """Why a child stopped early, with the last line it wrote to stderr (often the real cause)."""
-    stderr.seek(0)
-    return _exit_reason(returncode, stderr.read())
-
-
-def _exit_reason(returncode: int | None, stderr: bytes) -> str:
-    if returncode is not None and returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "unknown signal"
-        reason = f"parser crashed (signal {-returncode}, {name})"
-    else:
-        reason = f"parser process exited with status {returncode}"
-    lines = stderr.decode("utf-8", "replace").strip().splitlines()
-    return f"{reason}: {lines[-1][:200]}" if lines and returncode is not None and returncode > 0 else reason
-
-
-def _convert_isolated(paths: list[str], timeout_s: float) -> Iterator[_FileResult]:
-    """Results in the order of `paths`, from child processes; a new child takes over when one dies."""
-    todo = list(paths)
-    while todo:
-        with tempfile.TemporaryFile() as stderr:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=_worker_env(),
-            )  # fmt: skip
-            results: queue.Queue = queue.Queue()
-            reader = threading.Thread(target=_read_results, args=(proc.stdout, results), daemon=True)
-            reader.start()
-            with contextlib.suppress(BrokenPipeError):
-                proc.stdin.write(json.dumps(todo).encode("utf-8"))
-                proc.stdin.close()
-            done, failure = 0, None
-            try:
-                while done < len(todo):
-                    try:
-                        result = results.get(timeout=timeout_s)
-                    except queue.Empty:
-                        failure = f"parser timed out after {timeout_s:g} s"
-                        break
-                    if result is None:
-                        break
-                    done += 1
-                    yield result
-            finally:
-                if proc.poll() is None and done < len(todo):
-                    proc.kill()
-                proc.wait()
-                reader.join()
-                proc.stdout.close()
-            if done < len(todo):
-                yield _FileResult(todo[done], None, failure or _death_reason(proc.returncode, stderr), [])
-        todo = todo[done + 1 :]
-
-
-# ---------------------------------------------------------------- public API
-
-
-@dataclass
-class ImportReport:
-    """What `import_records` did: (path, positions) imported, (path, reason) skipped, notes."""
-
-    out: str
-    imported: list[tuple[str, int]] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def positions(self) -> int:
-        return sum(n for _, n in self.imported)
-
-
-def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Files as given, and *.csa / *.kif / *.kifu found recursively (sorted) under directories."""
-    found: list[str] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            found.extend(
-                str(p) for p in sorted(path.rglob("*")) if p.is_file() and p.suffix.lower() in RECORD_SUFFIXES
-            )
-        else:
-            found.append(str(path))
-    return found
-
-
-def import_records(
-    paths: list[str], out: str, progress: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S
-) -> ImportReport:
-    """Convert record files (or directories of them) into one hcpe file at `out`.
-
-    Every file ends up in `report.imported` or `report.skipped`; nothing a file contains can stop
-    the import. `out` is written atomically, and only if at least one position was imported.
-    """
-    files = find_record_files(paths)
-    report = ImportReport(out=str(out))
-    chunks: list[np.ndarray] = []
-    with tqdm(total=len(files), file=sys.stderr, disable=not progress, unit="file", desc="import") as bar:
-        for result in _convert_isolated(files, timeout_s):
-            bar.update(1)
-            if result.records is None:
-                report.skipped.append((result.path, result.reason or "unknown"))
-            else:
-                chunks.append(result.records)
-                report.imported.append((result.path, len(result.records)))
-            report.notes.extend((result.path, note) for note in result.notes)
-    if chunks:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        write_hcpe(out, np.concatenate(chunks))
-    return report
-
-
-# ---------------------------------------------------------------- games for review
+# ---------------------------------------------------------------- games for review and teacher positions
 
 
 @dataclass
@@ -553,7 +314,7 @@ class KifuGame:
     cut: bool = False  # the record goes on past `moves` with a move that is unreadable or illegal
 
 
-def _game_record(game: _ParsedGame) -> KifuGame:
+def _game_record(game: ParsedGame) -> KifuGame:
     """The legal prefix of a parsed game, with moves normalised through cshogi's move16 lookup."""
     board = cshogi.Board(game.sfen)
     notes = list(game.notes)
@@ -572,21 +333,9 @@ def _game_record(game: _ParsedGame) -> KifuGame:
     return KifuGame(game.sfen, moves, game.ending, game.winner, notes, cut)
 
 
-_GAMES_CODE = "import sys; from dlzero.data.records import _games_main; sys.exit(_games_main(sys.argv[1]))"
-
-
-def _games_main(path: str) -> int:
-    """Child process of `read_games`: one pickled (games, error) pair on the original stdout."""
-    results = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # cshogi prints diagnostics to stdout
-    try:
-        games = [_game_record(g) for g in _parse_games(path, decode_record(Path(path).read_bytes()))]
-        payload: tuple = (games, None)
-    except Exception as e:  # any parser failure is reported to the parent, which raises it as ValueError
-        payload = ([], f"{type(e).__name__}: {e}")
-    results.write(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-    results.flush()
-    return 0
+def games_of_file(path: str) -> list[KifuGame]:
+    """Every game of one record file as KifuGame; the child-process job of `read_games`."""
+    return [_game_record(g) for g in parse_record_file(path)]
 
 
 def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[KifuGame]:
@@ -599,14 +348,7 @@ def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_
         raise ValueError(f"{path}: unknown record format (expected {', '.join(RECORD_SUFFIXES)})")
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such file")
-    try:
-        run = subprocess.run([sys.executable, "-c", _GAMES_CODE, path], capture_output=True,
-                             env=_worker_env(), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise ValueError(f"{path}: parser timed out after {timeout_s:g} s") from None
-    if run.returncode != 0 or not run.stdout:
-        raise ValueError(f"{path}: {_exit_reason(run.returncode, run.stderr)}")
-    games, error = pickle.loads(run.stdout)
-    if error is not None:
-        raise ValueError(f"{path}: {error}")
-    return games
+    outcome = next(run_isolated("dlzero.data.records:games_of_file", [path], timeout_s))
+    if outcome.error is not None:
+        raise ValueError(f"{path}: {outcome.error}")
+    return outcome.value

@@ -124,7 +124,7 @@ def from_hcpe(path: Path, n_cal: int, n_hold: int, seed: int = 0, label: str = "
 
 def from_records(folder: Path, n_cal: int, n_hold: int, seed: int = 0) -> CalibrationSet:
     """Positions from CSA/KIF records under `folder` (imported with `import_records`, crash-isolated)."""
-    from dlzero.data.records import import_records
+    from dlzero.data.record_import import import_records
 
     with tempfile.TemporaryDirectory(prefix="dlzero-calib-") as tmp:
         out = Path(tmp) / "records.hcpe"
