@@ -116,14 +116,27 @@ def test_mate_finds_a_known_mate(engines, tmp_path):
     assert board.is_check() and not list(board.legal_moves)  # the side to move is mated
 
 
-@pytest.mark.parametrize("config, space_file", [
-    ("docs/shogiarena/spsa.yaml", "docs/shogiarena/search-space.yaml"),
-    ("docs/benchmarks/spsa-config.yaml", "docs/benchmarks/spsa-search-space.yaml"),  # the run measured
+def _defaults_now() -> dict[str, float]:
+    """Each spin option's default, in option units."""
+    return {name: opt.from_config(get_key(Config(), opt.key)) for name, opt in BY_NAME.items()
+            if opt.kind == "spin" and opt.key}
+
+
+def _start_of_the_measured_run() -> dict[str, float]:
+    """The values the committed SPSA run started from (its result file records them by parameter id)."""
+    result = json.loads((ROOT / "docs/benchmarks/spsa-result.json").read_text())
+    space = yaml.safe_load((ROOT / "docs/benchmarks/spsa-search-space.yaml").read_text())
+    return {p["target"]["option"].lower(): result["initial"][p["id"]] for p in space["parameters"]}
+
+
+@pytest.mark.parametrize("config, space_file, starts", [
+    ("docs/shogiarena/spsa.yaml", "docs/shogiarena/search-space.yaml", _defaults_now),
+    ("docs/benchmarks/spsa-config.yaml", "docs/benchmarks/spsa-search-space.yaml", _start_of_the_measured_run),
 ])
-def test_the_spsa_configs_validate_and_match_the_options(engines, tmp_path, config, space_file):
+def test_the_spsa_configs_validate_and_match_the_options(engines, tmp_path, config, space_file, starts):
     """The SPSA configs as docs/shogiarena.md sets them up (a checkout with engines/dlzero/ beside
-    docs/): shogiarena accepts them, and their spaces name dlzero's spins, starting at their defaults
-    and within their ranges."""
+    docs/): shogiarena accepts them, their spaces name dlzero's spins within their ranges, the
+    example starts at today's defaults and the measured run's space at the values it started from."""
     for folder in ("docs/shogiarena", "docs/benchmarks"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     engine_dir = tmp_path / "engines/dlzero"
@@ -134,8 +147,10 @@ def test_the_spsa_configs_validate_and_match_the_options(engines, tmp_path, conf
     proc = _run("--output-dir", str(tmp_path / "out"), "run", "spsa", config, "--validate-only", cwd=tmp_path)
     assert "Validated SPSA config" in proc.stdout + proc.stderr
     space = yaml.safe_load((ROOT / space_file).read_text())
+    start = starts()
     for param in space["parameters"]:
-        opt = BY_NAME[param["target"]["option"].lower()]
+        name = param["target"]["option"].lower()
+        opt = BY_NAME[name]
         assert param["value_type"] == "int" and opt.kind == "spin"
-        assert param["initial"] == opt.from_config(get_key(Config(), opt.key)), param["id"]
+        assert param["initial"] == start[name], param["id"]
         assert opt.lo <= param["bounds"]["min"] < param["bounds"]["max"] <= opt.hi
