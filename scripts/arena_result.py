@@ -18,27 +18,27 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
-from dlzero.gating.sprt import elo_interval, pair_elo_interval
+from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval
 
 
 def _sides(meta: dict) -> dict[str, str]:
-    """{"black": name, "white": name}: shogiarena's display name where it has one (SPSA variants), else the engine's."""
+    """{"black": name, "white": name}: the engine's name (SPSA variants share it; their display names differ)."""
     parts = json.loads(meta["_arena_participation"])
     return {p["role"]: p.get("engine_name") or p["engine_display_name"] for p in parts}
 
 
 def read_games(db: Path) -> list[dict]:
-    """Every game: its opening, pair index, sides, result, plies and moves (shogiarena's move codes)."""
+    """Every game: its opening pair, sides, result and moves (shogiarena's move codes)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     moves: dict[int, list[int]] = defaultdict(list)
     for game_id, move in con.execute("select game_id, next_move from game_move order by game_id, ply"):
         moves[game_id].append(move)
-    rows = con.execute("select id, game_result, num_moves, initial_position_sfen, metadata_attributes_json from game")
+    rows = con.execute("select id, game_result, initial_position_sfen, metadata_attributes_json from game")
     games = []
-    for game_id, result, plies, sfen, meta_text in rows:
+    for game_id, result, sfen, meta_text in rows:
         meta = json.loads(meta_text)
         schedule = json.loads(meta.get("_arena_schedule", "{}"))
-        games.append({"result": result, "plies": plies, "sfen": sfen, "sides": _sides(meta),
+        games.append({"result": result, "sides": _sides(meta),
                       "moves": tuple(moves[game_id]), "pair": (sfen, schedule.get("pair_index"))})
     con.close()
     return games
@@ -65,16 +65,14 @@ def summarise(games: list[dict], engine: str, versus: str) -> dict:
     w = sum(p == 1.0 for _, p in scored)
     d = sum(p == 0.5 for _, p in scored)
     l = sum(p == 0.0 for _, p in scored)
-    by_pair: dict[tuple, list[float]] = defaultdict(list)
-    lines: dict[tuple, list[tuple]] = defaultdict(list)
+    by_pair: dict[tuple, list[tuple[float, tuple]]] = defaultdict(list)  # (points, moves) of each game
     for g, p in scored:
-        by_pair[g["pair"]].append(p)
-        lines[g["pair"]].append(g["moves"])
+        by_pair[g["pair"]].append((p, g["moves"]))
+    complete = [games for games in by_pair.values() if len(games) == 2]
     pentanomial = [0] * 5
-    for pts in by_pair.values():
-        if len(pts) == 2:
-            pentanomial[round(2 * sum(pts))] += 1
-    same = sum(1 for k in by_pair if len(lines[k]) == 2 and lines[k][0] == lines[k][1])
+    for (p1, _), (p2, _) in complete:
+        pentanomial[pair_category(p1 + p2)] += 1
+    same = sum(1 for (_, m1), (_, m2) in complete if m1 == m2)
     return {"engine": engine, "versus": versus, "games": len(scored), "wins": w, "draws": d, "losses": l,
             "elo": elo_interval(w, d, l), "pairs": pentanomial, "pair_elo": pair_elo_interval(pentanomial),
             "identical_pairs": same, "unknown_results": unknown}
