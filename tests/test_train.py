@@ -295,6 +295,33 @@ def test_supervised_reports_holdout_accuracies(tmp_path):
     assert (tmp_path / "m" / "metrics.csv").is_file()
 
 
+def test_supervised_goes_on_training_a_model_file(tmp_path):
+    """--init: the weights start from the file (at a vanishing LR they stay there), not from a fresh
+    network; the new model names it as its parent; another architecture is refused by name."""
+    from dlzero.train import train_supervised
+
+    path = tmp_path / "games.hcpe"
+    write_random_hcpe(path, 4, seed=6)
+    cfg = tiny_config(lr=1e-12, holdout_fraction=0.2)
+    start = new_model(cfg.model, seed=123)
+    save_model(start, tmp_path / "start.pt", ModelMetadata(generation=3))
+    tuned = train_supervised([path], cfg, tmp_path / "tuned.pt", steps=2, progress=False, init=tmp_path / "start.pt")
+    fresh = train_supervised([path], cfg, tmp_path / "fresh.pt", steps=2, progress=False)
+
+    def params(model):
+        return dict(model.named_parameters())  # not BN buffers: their running statistics move in training
+
+    tuned_model, meta = load_model_file(tuned.model_path)
+    assert meta.parent == "start" and load_model_file(fresh.model_path)[1].parent is None
+    for name, p in params(start).items():
+        assert torch.allclose(params(tuned_model)[name], p, atol=1e-6), name
+    assert not torch.allclose(params(load_model_file(fresh.model_path)[0])["stem.0.weight"],
+                              params(start)["stem.0.weight"])
+    wider = config_from_dict({**TINY, "model": {**TINY["model"], "channels": 32}})
+    with pytest.raises(ModelFileError, match="start.pt: is a .* network but the config asks for"):
+        train_supervised([path], wider, tmp_path / "w.pt", steps=1, progress=False, init=tmp_path / "start.pt")
+
+
 def test_cli_train_on_a_run(base_run, tmp_path, capsys):
     from dlzero.commands import train as command
 
@@ -308,6 +335,8 @@ def test_cli_train_on_a_run(base_run, tmp_path, capsys):
     assert torch.load(rd.train_dir / "checkpoint.pt", weights_only=True)["segment"]["cursor"] == 3 * 16
     with pytest.raises(DlzeroError, match="not a dlzero run"):
         args.func(parser.parse_args(["train", "--run", str(tmp_path / "nope")]))
+    with pytest.raises(DlzeroError, match="--init are for --hcpe mode"):  # a run trains on from its checkpoint
+        args.func(parser.parse_args(["train", "--run", str(rd.root), "--init", str(rd.model_path(1))]))
 
 
 def test_adamw_bf16_and_fp16_on_cpu(base_run):

@@ -32,7 +32,7 @@ from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3
 from dlzero.errors import ConfigError, DataError, ModelFileError
-from dlzero.model import ModelMetadata, load_model_file, model_name, new_model, save_model
+from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, new_model, save_model
 from dlzero.rundir import RunDir
 from dlzero.train import distributed
 from dlzero.train.buffer import PositionBuffer
@@ -75,9 +75,26 @@ def load_supervised(paths: Sequence[str | Path], val_lambda: float) -> PositionB
     return PositionBuffer.concat(parts)
 
 
+def load_matching_model(path: str | Path, cfg: Config) -> tuple[PolicyValueNet, ModelMetadata]:
+    """The model file `path`, which must be the config's architecture (`cfg.model`)."""
+    model, meta = load_model_file(path)
+    if model.cfg != cfg.model:
+        raise ModelFileError(f"{path}: is a {model_name(model.cfg)} network but the config asks for "
+                             f"{model_name(cfg.model)}: set model.* to match (e.g. --set model.blocks=...)")
+    return model, meta
+
+
+def start_model(init: str | Path | None, cfg: Config) -> PolicyValueNet:
+    """A fresh `cfg.model` network, or the weights of the model file `init`."""
+    return new_model(cfg.model, seed=cfg.train.seed) if init is None else load_matching_model(init, cfg)[0]
+
+
 def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, steps: int | None = None,
-                     metrics_dir: Path | None = None, progress: bool = True) -> SupervisedResult:
-    """Train a fresh `cfg.model` network on hcpe/hcpe3 files for `steps` steps; save it to `out`."""
+                     metrics_dir: Path | None = None, progress: bool = True,
+                     init: str | Path | None = None) -> SupervisedResult:
+    """Train a fresh `cfg.model` network, or go on training the model file `init` (fine-tuning: a student
+    on new teacher labels, usually at a lower `train.lr`), on hcpe/hcpe3 files for `steps` steps; save it
+    to `out`."""
     out = Path(out)
     info = distributed.current()
     device = distributed.train_device(cfg.train.device, info)
@@ -89,7 +106,7 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
                         f"{len(hold_buf)} held out)")
     ckpt = checkpoint_path(out)
     payload = load_checkpoint(ckpt, cfg.model) if ckpt.is_file() else None
-    trainer = Trainer(new_model(cfg.model, seed=cfg.train.seed), cfg.train, device, info)
+    trainer = Trainer(start_model(init, cfg), cfg.train, device, info)
     seg = Segment(0, steps or cfg.train.steps_per_generation, segment_seed(cfg.train.seed, 0))
     if payload is not None:
         seg = trainer.restore(payload, ckpt)
@@ -102,7 +119,8 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
     holdout: dict[str, float] = {}
     if info.is_main:
         model = trainer.export_model()
-        meta = ModelMetadata(generation=0, parent=None, positions=len(train_buf), name=model_name(cfg.model))
+        meta = ModelMetadata(generation=0, parent=Path(init).stem if init else None, positions=len(train_buf),
+                             name=model_name(cfg.model))
         save_model(model, out, meta)
         ckpt.unlink(missing_ok=True)
         if len(hold_buf):
@@ -133,10 +151,7 @@ def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: in
     if target.is_file():  # written by an earlier call that stopped before promoting it
         reason = "warm start (generation 0 already written)"
     elif models:
-        model, meta = load_model_file(models[0])
-        if model.cfg != cfg.model:
-            raise ModelFileError(f"{models[0]}: is a {model_name(model.cfg)} network but the run's config asks for "
-                                 f"{model_name(cfg.model)}: set model.* to match (e.g. --set model.blocks=...)")
+        model, meta = load_matching_model(models[0], cfg)
         save_model(model, target, ModelMetadata(generation=0, games=meta.games, positions=meta.positions,
                                                 name=model_name(cfg.model)))
         reason = f"warm start from the model {models[0]}"

@@ -3,6 +3,7 @@
     dlzero train --run runs/NAME [--steps N]          next candidate -> runs/NAME/models/gen-NNNN.pt
     dlzero train --hcpe a.hcpe b.hcpe --out m.pt      supervised; prints held-out accuracies
     dlzero train --hcpe teacher.hcpe3 --out m.pt      the same on teacher data from `dlzero teach`
+    dlzero train --hcpe new.hcpe3 --init m.pt --out m2.pt   go on training m.pt (fine-tuning)
 
 `--hcpe` takes hcpe files (game records from `dlzero import-records`: one-hot policy) and hcpe3 files
 (told apart by the `.hcpe3` suffix: soft policy from visit counts, history planes from the games).
@@ -41,6 +42,8 @@ def register(sub) -> None:
                           "`dlzero teach`) to train on")
     p.add_argument("--out", help="supervised mode: output model file (.pt)")
     p.add_argument("--metrics", help="supervised mode: folder for metrics.csv and TensorBoard events")
+    p.add_argument("--init", metavar="MODEL", help="supervised mode: go on training this model (.pt, the "
+                   "config's architecture) instead of a fresh network, e.g. a student on new teacher labels")
     p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation); with --run exactly "
                    "this many, else the steps follow the new data (train.reuse)")
     p.add_argument("--reuse", type=float, help="--run: samples per new training position (train.reuse)")
@@ -57,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hcpe and not args.out:
         raise ConfigError("--hcpe needs --out (the model file to write)")
-    if args.run and (args.out or args.metrics):
-        raise ConfigError("--out and --metrics are for --hcpe mode; --run writes into the run directory")
+    if args.run and (args.out or args.metrics or args.init):
+        raise ConfigError("--out, --metrics and --init are for --hcpe mode; --run trains on from the run's "
+                          "own checkpoint and writes into the run directory")
     # one trainer per run (rank 0 of a torchrun, the rank that writes); --hcpe writes no run
     writes_run = args.run and (not distributed.launched_by_torchrun() or os.environ["RANK"] == "0")
     with hold(args.run, ("train",)) if writes_run else contextlib.nullcontext():
@@ -85,7 +89,7 @@ def _train(args: argparse.Namespace) -> int:
         else:
             metrics_dir = Path(args.metrics) if args.metrics else None
             sres = train_supervised(args.hcpe, cfg, args.out, metrics_dir=metrics_dir,
-                                    progress=not args.no_progress)
+                                    progress=not args.no_progress, init=args.init)
             if info is None or info.is_main:
                 print(f"wrote {sres.model_path}: {sres.steps} steps on {sres.train_positions:,} positions; "
                       f"held out ({sres.holdout_positions:,}): {_fmt(sres.holdout)}", file=sys.stderr)
