@@ -398,6 +398,10 @@ class TrainConfig:
     teacher_fraction: float = _field(0.0, _below_one, "share of every training batch drawn from teacher_data "
                                      "(0, the default: self-play data alone, the teacher files are only "
                                      "recorded; 0.25: a quarter of each batch)")
+    relabel: str = _field("", None, "teacher that relabels every self-play shard before training reads it "
+                          "(`miniosl`, `usi:COMMAND[;Option=value...]`, as `dlzero teach --teacher`): the run's own "
+                          "positions with the teacher's moves and values; kept in runs/NAME/relabelled/; "
+                          "empty (the default): train on self-play's own targets")
 
 
 def _or_selfplay(check: Check) -> Check:

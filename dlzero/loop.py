@@ -31,6 +31,10 @@ line in the log says where its time went and how much of the loop's wall time se
 With `rate.loop`, a promoted candidate is also rated against the anchor pool (`dlzero rate`, topped
 up to `rate.games` per pairing, every `rate.every`-th promotion), so `progress.png` and
 `metrics/elo.csv` follow the run on the anchored scale.
+
+With `train.relabel` (a teacher spec), each generation first has the teacher relabel the self-play
+shards that have no relabelled twin yet (`dlzero.teacher.relabel_run`), and trains on the twins:
+self-play picks the positions, the teacher labels them.
 """
 
 from __future__ import annotations
@@ -120,6 +124,11 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
 
     best = rd.best()
     if state.phase == "train":
+        if cfg.train.relabel:
+            from dlzero.teacher.relabel_run import relabel_shards
+
+            with timeline.phase("relabel", (rd.latest_generation() or 0) + 1):
+                relabel_shards(rd, cfg.train.relabel, progress=progress)
         with timeline.phase("train", (rd.latest_generation() or 0) + 1):
             result = train_generation(rd, cfg, progress=progress)
         state.candidate = result.generation

@@ -7,6 +7,7 @@ runs/NAME/loop.json         where `dlzero loop` resumes
 runs/NAME/selfplay_state.json  the resign threshold self-play calibrates
 runs/NAME/models/           gen-0000.pt ... (and their .int8.onnx); best.json names the current best
 runs/NAME/data/gen-XXXX/    hcpe3 shards from self-play with that generation's model
+runs/NAME/relabelled/gen-XXXX/  the same shards relabelled by a teacher (train.relabel), which training reads
 runs/NAME/train/            trainer checkpoint (resume state), seen-shards.json, shard-counts.json
 runs/NAME/games/            CSA records of gating games
 runs/NAME/rating/           games of `dlzero rate` against the anchors
@@ -46,6 +47,7 @@ from dlzero.runfiles import (
     PROGRESS_PNG,
     RATING_DIR,
     RATINGS_CSV,
+    RELABELLED_DIR,
     RUN_INFO,
     SELFPLAY_STATE,
     TIMELINE_CSV,
@@ -82,6 +84,7 @@ class RunDir:
         self.root = Path(root)
         self.models_dir = self.root / MODELS_DIR
         self.data_dir = self.root / DATA_DIR
+        self.relabelled_dir = self.root / RELABELLED_DIR  # made by the first relabelling, not here
         self.train_dir = self.root / TRAIN_DIR
         self.games_dir = self.root / GAMES_DIR
         self.rating_dir = self.root / RATING_DIR  # made by the first rating, not here
@@ -193,6 +196,10 @@ class RunDir:
         pattern = f"{GENERATION_GLOB}/{shard_glob(prefix)}"
         shards = [p for p in self.data_dir.glob(pattern) if not p.name.startswith(".") and is_committed(p)]
         return sorted(shards, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+
+    def relabelled(self, shard: Path) -> Path:
+        """Where `train.relabel` keeps the teacher's relabelling of self-play shard `shard` (under data/)."""
+        return self.relabelled_dir / shard.relative_to(self.data_dir)
 
     def read_json(self, name: str, default: Any = None) -> Any:
         path = self.root / name

@@ -23,6 +23,7 @@ RATING_DIR = "rating"
 LOCKS_DIR = "locks"
 METRICS_DIR = "metrics"
 TEACHER_DIR = "teacher"  # the run's copies of its teacher files (dlzero.train.teacher_files)
+RELABELLED_DIR = "relabelled"  # self-play shards relabelled by a teacher (train.relabel: dlzero.teacher.relabel_run)
 
 # -- models/
 BEST_JSON = "best.json"

@@ -268,3 +268,79 @@ def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
     assert load_model_file(other.model_path(0))[0].state_dict().keys() == model.state_dict().keys()
     with pytest.raises(DlzeroError, match="not both"):
         warm_start(RunDir.create(tmp_path / "run3", cfg), cfg, [source, data], progress=False)
+
+
+# ---------------------------------------------------------------- train.relabel: the run's own games
+
+
+def _selfplay_games(seed: int, n: int = 3, plies: int = 20) -> list[Hcpe3Game]:
+    """Random legal games as self-play writes them: visit counts (so targets) from the third ply on."""
+    rng = np.random.default_rng(seed)
+    games = []
+    for g in range(n):
+        board = cshogi.Board()
+        game = Hcpe3Game.from_board(board)
+        for ply in range(plies):
+            move = int(rng.choice([m & 0xFFFF for m in board.legal_moves]))
+            cands = np.zeros((0, 2), np.uint16) if ply < 2 else np.array([[move, 32]], np.uint16)
+            game.moves.append(MoveRecord(move, 0 if ply < 2 else 123, cands))
+            board.push_move16(move)
+        game.result = BLACK_WIN if g % 2 else WHITE_WIN
+        games.append(game)
+    return games
+
+
+def test_relabel_gives_each_shard_a_twin_and_training_reads_the_twins(engine, tmp_path):
+    from dlzero.runfiles import VALIDATION_CSV
+    from dlzero.teacher.relabel_run import relabel_shards
+    from dlzero.train.checkpoint import load_checkpoint
+    from dlzero.train.dataset import count_positions
+    from dlzero.train.generation import train_generation
+    from dlzero.train.validation import read_rows
+
+    spec = f"{engine};Eval=40"
+    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+                            "train": {"batch_size": 16, "steps_per_generation": 2, "min_steps": 1, "device": "cpu",
+                                      "validation_set": "", "relabel": spec, "checkpoint_every": 2}})
+    rd = RunDir.create(tmp_path / "run", cfg)
+    first = rd.data_dir_for(0) / "shard-000.hcpe3"
+    write_hcpe3(first, _selfplay_games(1))
+    report = relabel_shards(rd, spec)
+    assert (report.shards, report.positions, report.kept) == (1, 60, 0)
+    twin = rd.relabelled(first)
+    assert twin == rd.root / "relabelled" / "gen-0000" / "shard-000.hcpe3"
+    for old, new in zip(read_hcpe3(first), read_hcpe3(twin), strict=True):
+        assert [m.move16 for m in new.moves] == [m.move16 for m in old.moves] and new.result == old.result
+        assert check_label_plies(new, 1, 40) == 20  # every ply, the opening ones too, with the teacher's eval
+    assert relabel_shards(rd, spec).kept == 1  # current: not asked again
+    assert relabel_shards(rd, f"{engine};Eval=60").shards == 1  # another teacher: made again
+    assert check_label_plies(read_hcpe3(twin)[0], 1, 60) == 20
+    relabel_shards(rd, spec)
+
+    save_model(new_model(cfg.model, seed=1), rd.model_path(0))
+    rd.set_best(0)
+    write_hcpe3(rd.data_dir_for(0) / "shard-001.hcpe3", _selfplay_games(2))  # written after the relabelling
+    res = train_generation(rd, cfg, progress=False)
+    plan = load_checkpoint(rd.train_dir / "checkpoint.pt", cfg.model)["segment"]["plan"]
+    assert plan["source"] == "relabelled" and [s for s, _ in plan["shards"]] == ["gen-0000/shard-000.hcpe3"]
+    assert res.total_positions == count_positions(read_hcpe3(twin)) == 60  # self-play's own rows: 54
+    rows = [r for r in read_rows(rd.metrics_dir / VALIDATION_CSV) if r["set"] == "next"]
+    assert rows and all(r["positions"] == "108" for r in rows)  # held out: both self-play shards as played
+
+    report = relabel_shards(rd, spec)  # the next generation's relabelling picks the late shard up
+    assert (report.shards, report.kept) == (1, 1)
+    assert train_generation(rd, cfg, progress=False).total_positions == 120
+
+
+def test_loop_relabel_flag_and_a_bad_teacher(tmp_path):
+    from dlzero.cli import build_parser
+    from dlzero.commands import loop as loop_cmd
+    from dlzero.commands.common import overrides
+    from dlzero.config import load_config
+
+    args = build_parser().parse_args(["loop", "--run", "r", "--relabel", "miniosl"])
+    assert load_config(None, overrides(args, loop_cmd.FLAGS)).train.relabel == "miniosl"
+    args = build_parser().parse_args(["loop", "--run", str(tmp_path / "r"), "--relabel", "stockfish", "--quiet"])
+    with pytest.raises(TeacherError, match="expected usi:COMMAND"):
+        loop_cmd.run(args)
+    assert not (tmp_path / "r" / "models" / "gen-0000.pt").exists()  # refused before any model or game

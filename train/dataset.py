@@ -33,6 +33,12 @@ batch is drawn from them (train.sampler.MixSampler), however large the window or
 window formula and `total` count self-play positions only, and the plan records which teacher files
 and how many positions each held, so a resumed generation draws the same batches.
 
+Relabelled data (`train.relabel`): the window reads each shard's twin under `relabelled/`, the same
+games with a teacher's labels on every ply (dlzero.teacher.relabel_run makes them before a generation
+trains), so `total` and the window count the twins' positions. A shard without a current twin yet
+(written after the relabelling) waits for the next generation. The plan records `source`, so a
+resumed generation reads the same files.
+
 Counting `total` needs every shard's position count; counts are cached in
 `train/shard-counts.json` keyed by size and mtime, so each shard is parsed for counting once.
 """
@@ -50,11 +56,18 @@ import numpy as np
 from dlzero.config import TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
-from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord, TrainingPosition, iter_training_positions, read_hcpe3
+from dlzero.data.hcpe3 import (
+    Hcpe3Game,
+    MoveRecord,
+    TrainingPosition,
+    is_committed,
+    iter_training_positions,
+    read_hcpe3,
+)
 from dlzero.encoding import labels_of, repetition_count
 from dlzero.errors import ConfigError, DataError, RunDirError
 from dlzero.rundir import RunDir
-from dlzero.runfiles import SHARD_COUNTS
+from dlzero.runfiles import DATA_DIR, RELABELLED_DIR, SHARD_COUNTS
 from dlzero.search.result import MAX_CP
 from dlzero.train.buffer import PositionBuffer, value_target
 from dlzero.train.sampler import EpochSampler, MixSampler, teacher_per_batch
@@ -172,6 +185,7 @@ class WindowPlan:
     total_games: int
     teacher: list[tuple[str, int]] = field(default_factory=list)  # train.teacher_data entries, their positions
     teacher_fraction: float = 0.0  # share of each batch drawn from them (0 when `teacher` is empty)
+    source: str = DATA_DIR  # the run's folder the shards are read from: data/, or relabelled/ (train.relabel)
 
     @property
     def window_positions(self) -> int:
@@ -191,14 +205,16 @@ class WindowPlan:
     def to_dict(self) -> dict:
         return {"shards": [list(s) for s in self.shards], "window": self.window,
                 "total_positions": self.total_positions, "total_games": self.total_games,
-                "teacher": [list(t) for t in self.teacher], "teacher_fraction": self.teacher_fraction}
+                "teacher": [list(t) for t in self.teacher], "teacher_fraction": self.teacher_fraction,
+                "source": self.source}
 
     @classmethod
     def from_dict(cls, data: dict) -> WindowPlan:
-        """A plan from `to_dict` (one saved before teacher mixing existed has no teacher part)."""
+        """A plan from `to_dict` (one saved before teacher mixing or relabelling existed lacks those parts)."""
         return cls([(str(p), int(n)) for p, n in data["shards"]], int(data["window"]),
                    int(data["total_positions"]), int(data["total_games"]),
-                   [(str(p), int(n)) for p, n in data.get("teacher", [])], float(data.get("teacher_fraction", 0.0)))
+                   [(str(p), int(n)) for p, n in data.get("teacher", [])], float(data.get("teacher_fraction", 0.0)),
+                   str(data.get("source", DATA_DIR)))
 
 
 @dataclass
@@ -239,11 +255,17 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
     between is neither trained on unscored nor scored after training."""
     counts = _ShardCounts.load(rd.train_dir / SHARD_COUNTS)
     shards = rd.shards() if shards is None else shards  # newest first
+    source = RELABELLED_DIR if cfg.relabel else DATA_DIR
     loaded: dict[str, PositionBuffer] = {}
     sizes: list[tuple[str, int]] = []
     total_games = total = 0
-    for path in shards:
-        rel = path.relative_to(rd.data_dir).as_posix()
+    waiting = 0
+    for shard in shards:
+        rel = shard.relative_to(rd.data_dir).as_posix()
+        path = rd.root / source / rel
+        if cfg.relabel and not is_committed(path):
+            waiting += 1
+            continue
         try:  # counts depend on the rule too: a run that changes train.value_plies counts its shards again
             stamp = [*_stamp(path), *([] if cfg.value_plies == "full" else [cfg.value_plies])]
         except FileNotFoundError:  # removed since it was listed
@@ -266,9 +288,11 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
         total += entry["positions"]
         sizes.append((rel, entry["positions"]))
     counts.save({p.relative_to(rd.data_dir).as_posix() for p in shards})
+    if waiting:
+        log.info("%d shard(s) not relabelled yet: left for the next generation", waiting)
     if total == 0:
-        raise RunDirError(f"{rd.data_dir}: no training data ({len(sizes)} usable shard(s), 0 positions "
-                          "with visit counts); run self-play first")
+        raise RunDirError(f"{rd.root / source}: no training data ({len(sizes)} usable shard(s), 0 positions "
+                          "with visit counts); run self-play first" + (" and relabel it" if cfg.relabel else ""))
     window = window_size(total, cfg)
     plan_shards: list[tuple[str, int]] = []
     need = window
@@ -278,7 +302,7 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
         if n:
             plan_shards.append((rel, min(n, need)))
             need -= n
-    plan = WindowPlan(plan_shards, window, total, total_games)
+    plan = WindowPlan(plan_shards, window, total, total_games, source=source)
     if cfg.teacher_fraction > 0:
         if not cfg.teacher_data:
             raise ConfigError(f"train.teacher_fraction is {cfg.teacher_fraction:g} but train.teacher_data lists no "
@@ -298,10 +322,10 @@ def load_window(rd: RunDir, plan: WindowPlan, val_lambda: float,
     for rel, take in reversed(plan.shards):
         buf = (loaded or {}).get(rel)
         if buf is None:
-            path = rd.data_dir / rel
+            path = rd.root / plan.source / rel
             buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path), value_plies)
         if len(buf) < take:
-            raise DataError(str(rd.data_dir / rel), None,
+            raise DataError(str(rd.root / plan.source / rel), None,
                             f"holds {len(buf)} positions, the plan expects {take}")
         parts.append(buf.tail(take))
     for entry, n in plan.teacher:

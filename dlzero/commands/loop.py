@@ -16,6 +16,7 @@ FLAGS = {
     "gate_games": "gate.max_games",
     "rate": "rate.loop",
     "teacher_fraction": "train.teacher_fraction",
+    "relabel": "train.relabel",
 }
 
 
@@ -47,6 +48,9 @@ def register(sub) -> None:
     p.add_argument("--teacher-fraction", type=float, metavar="F",
                    help="share of every training batch drawn from the teacher data (train.teacher_fraction; "
                         "default 0: self-play data alone after generation 0)")
+    p.add_argument("--relabel", metavar="TEACHER",
+                   help="have this teacher (miniosl, usi:COMMAND[;Option=value...]) relabel the self-play games "
+                        "before each generation trains on them (train.relabel)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -57,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     with hold(args.run, tuple(PARTS), create=True):  # the loop is every role: it writes every part
         rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
+        if cfg.train.relabel:
+            from dlzero.teacher import parse_spec
+
+            parse_spec(cfg.train.relabel)  # a bad teacher fails now, not after the first generation's games
         if args.init_from:
             from dlzero.train.supervised import warm_start
             from dlzero.train.teacher_files import adopt_teacher_data

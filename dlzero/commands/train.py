@@ -81,6 +81,10 @@ def _train(args: argparse.Namespace) -> int:
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
     try:
         if rd is not None:
+            if cfg.train.relabel and (info is None or info.is_main):
+                from dlzero.teacher.relabel_run import relabel_shards
+
+                relabel_shards(rd, cfg.train.relabel, progress=not args.no_progress)
             res = train_generation(rd, cfg, steps=args.steps, progress=not args.no_progress)
             if info is None or info.is_main:
                 print(f"wrote {res.model_path}: generation {res.generation}, {res.steps} steps on "
