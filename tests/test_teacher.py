@@ -16,6 +16,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
+from shards import selfplay_games
 
 from dlzero.config import config_from_dict
 from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Game, MoveRecord, read_hcpe3, write_hcpe3
@@ -273,23 +274,6 @@ def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
 # ---------------------------------------------------------------- train.relabel: the run's own games
 
 
-def _selfplay_games(seed: int, n: int = 3, plies: int = 20) -> list[Hcpe3Game]:
-    """Random legal games as self-play writes them: visit counts (so targets) from the third ply on."""
-    rng = np.random.default_rng(seed)
-    games = []
-    for g in range(n):
-        board = cshogi.Board()
-        game = Hcpe3Game.from_board(board)
-        for ply in range(plies):
-            move = int(rng.choice([m & 0xFFFF for m in board.legal_moves]))
-            cands = np.zeros((0, 2), np.uint16) if ply < 2 else np.array([[move, 32]], np.uint16)
-            game.moves.append(MoveRecord(move, 0 if ply < 2 else 123, cands))
-            board.push_move16(move)
-        game.result = BLACK_WIN if g % 2 else WHITE_WIN
-        games.append(game)
-    return games
-
-
 def test_relabel_gives_each_shard_a_twin_and_training_reads_the_twins(engine, tmp_path):
     from dlzero.runfiles import VALIDATION_CSV
     from dlzero.teacher.relabel_run import relabel_shards
@@ -304,7 +288,7 @@ def test_relabel_gives_each_shard_a_twin_and_training_reads_the_twins(engine, tm
                                       "validation_set": "", "relabel": spec, "checkpoint_every": 2}})
     rd = RunDir.create(tmp_path / "run", cfg)
     first = rd.data_dir_for(0) / "shard-000.hcpe3"
-    write_hcpe3(first, _selfplay_games(1))
+    write_hcpe3(first, selfplay_games(3, 20, seed=1))
     report = relabel_shards(rd, spec)
     assert (report.shards, report.positions, report.kept) == (1, 60, 0)
     twin = rd.relabelled(first)
@@ -319,7 +303,7 @@ def test_relabel_gives_each_shard_a_twin_and_training_reads_the_twins(engine, tm
 
     save_model(new_model(cfg.model, seed=1), rd.model_path(0))
     rd.set_best(0)
-    write_hcpe3(rd.data_dir_for(0) / "shard-001.hcpe3", _selfplay_games(2))  # written after the relabelling
+    write_hcpe3(rd.data_dir_for(0) / "shard-001.hcpe3", selfplay_games(3, 20, seed=2))  # written after the relabelling
     res = train_generation(rd, cfg, progress=False)
     plan = load_checkpoint(rd.train_dir / "checkpoint.pt", cfg.model)["segment"]["plan"]
     assert plan["source"] == "relabelled" and [s for s, _ in plan["shards"]] == ["gen-0000/shard-000.hcpe3"]

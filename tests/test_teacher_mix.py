@@ -12,17 +12,17 @@ import csv
 import json
 import math
 
-import cshogi
 import numpy as np
 import pytest
 import yaml
+from shards import selfplay_games
 
 from dlzero.cli import build_parser
 from dlzero.commands import loop as loop_cmd
 from dlzero.commands import teach as teach_cmd
 from dlzero.commands.common import config_from_args, overrides
 from dlzero.config import config_from_dict, dump_config, load_config
-from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Game, MoveRecord, read_hcpe3, sidecar_path, write_hcpe3
+from dlzero.data.hcpe3 import read_hcpe3, sidecar_path, write_hcpe3
 from dlzero.errors import ConfigError
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
@@ -46,32 +46,13 @@ def tiny_config(**train: object):
     return config_from_dict(data)
 
 
-def random_games(n: int, plies: int, seed: int) -> list[Hcpe3Game]:
-    """`n` random legal games; every ply after the second carries three candidates' visit counts."""
-    rng = np.random.default_rng(seed)
-    games = []
-    for g in range(n):
-        board = cshogi.Board()
-        game = Hcpe3Game.from_board(board)
-        for ply in range(plies):
-            legal = [m & 0xFFFF for m in board.legal_moves]
-            picks = rng.choice(legal, size=min(3, len(legal)), replace=False)
-            cands = (np.zeros((0, 2), np.uint16) if ply < 2 else
-                     np.array([[m, c] for m, c in zip(picks, (60, 30, 10), strict=False)], np.uint16))
-            game.moves.append(MoveRecord(int(picks[0]), int(rng.integers(-500, 500)), cands))
-            board.push_move16(int(picks[0]))
-        game.result = BLACK_WIN if g % 2 else WHITE_WIN
-        games.append(game)
-    return games
-
-
 @pytest.fixture
 def run(tmp_path):
     """(a new run holding 3 self-play games and no model yet, a teacher file outside it with 5 games)."""
     rd = RunDir.create(tmp_path / "run", tiny_config())
-    write_hcpe3(rd.data_dir_for(0) / "shard-000.hcpe3", random_games(3, 30, seed=1))
+    write_hcpe3(rd.data_dir_for(0) / "shard-000.hcpe3", selfplay_games(3, 30, seed=1))
     teacher = tmp_path / "teacher.hcpe3"
-    write_hcpe3(teacher, random_games(5, 24, seed=2), meta={"teacher": "test"})
+    write_hcpe3(teacher, selfplay_games(5, 24, seed=2), meta={"teacher": "test"})
     return rd, teacher
 
 

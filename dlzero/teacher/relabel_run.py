@@ -28,7 +28,7 @@ from dlzero.data.hcpe3 import is_committed, read_hcpe3, read_sidecar, write_hcpe
 from dlzero.errors import DataError, DlzeroError
 from dlzero.rundir import RunDir
 from dlzero.teacher.label import relabel_games
-from dlzero.teacher.sources import SourceGame
+from dlzero.teacher.sources import source_game
 from dlzero.teacher.spec import open_teacher, parse_spec
 
 log = logging.getLogger(__name__)
@@ -67,8 +67,9 @@ def relabel_shards(rd: RunDir, spec: str, shards: Sequence[Path] | None = None,
     read is skipped with a warning, as the trainer skips it; a teacher that fails raises TeacherError.
     """
     parse_spec(spec)  # a bad spec fails before anything is read
-    todo = [p for p in (rd.shards() if shards is None else shards) if not is_current(rd, p, spec)]
-    kept = (len(rd.shards()) if shards is None else len(shards)) - len(todo)
+    listed = rd.shards() if shards is None else shards
+    todo = [p for p in listed if not is_current(rd, p, spec)]
+    kept = len(listed) - len(todo)
     started = time.perf_counter()
     if not todo:
         return RelabelReport(0, 0, kept, 0.0)
@@ -77,8 +78,7 @@ def relabel_shards(rd: RunDir, spec: str, shards: Sequence[Path] | None = None,
         for shard in todo:
             try:
                 stamp = _source_stamp(shard)
-                games = [SourceGame(g.start_board().sfen(), tuple(m.move16 for m in g.moves), g.result)
-                         for g in read_hcpe3(shard)]
+                games = [source_game(g) for g in read_hcpe3(shard)]
             except (OSError, DataError) as exc:
                 log.warning("not relabelling %s: %s", shard, exc)
                 continue

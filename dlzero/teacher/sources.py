@@ -20,7 +20,7 @@ from pathlib import Path
 
 import cshogi
 
-from dlzero.data.hcpe3 import RESULT_DRAW, SHARD_SUFFIX, read_hcpe3
+from dlzero.data.hcpe3 import RESULT_DRAW, SHARD_SUFFIX, Hcpe3Game, read_hcpe3
 from dlzero.data.records import RECORD_SUFFIXES, read_games
 from dlzero.errors import DataError
 from dlzero.play.openings import load_openings
@@ -38,6 +38,11 @@ class SourceGame:
     start_sfen: str
     moves: tuple[int, ...]
     result: int
+
+
+def source_game(game: Hcpe3Game) -> SourceGame:
+    """An hcpe3 game (a self-play shard's) as a game to relabel."""
+    return SourceGame(game.start_board().sfen(), tuple(m.move16 for m in game.moves), game.result)
 
 
 def opening_lines(path: str | None) -> list[str]:
@@ -65,8 +70,7 @@ def read_source_games(paths: Iterable[str | os.PathLike[str]]) -> list[SourceGam
     for path in find_game_files(paths):
         try:
             if path.name.lower().endswith(SHARD_SUFFIX):
-                for g in read_hcpe3(path):
-                    games.append(SourceGame(g.start_board().sfen(), tuple(m.move16 for m in g.moves), g.result))
+                games += [source_game(g) for g in read_hcpe3(path)]
             else:
                 for r in read_games(path):
                     if r.moves:
