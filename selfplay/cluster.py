@@ -169,7 +169,7 @@ def run_selfplay_ray(rd: RunDir, cfg: Config, games: int, address: str = "local"
                     left = collector.replay_share(w, session, assigned[w], attempts[w], reason)
                     if left:
                         submit(w, left)
-                    else:
+                    elif not collector.per[w].done:
                         collector.per[w].error = collector.per[w].error or reason
         drain()
     finally:

@@ -193,6 +193,14 @@ class Collector:
         `assigned`: its share of the session's games; `attempts`: how many times it has been started.
         """
         left = assigned - saved_games(self.rd, session, w)
+        if left <= 0 and not self.fatal:
+            # it died after its last shard was on disk but before it said so: its share is played, and
+            # nothing is missing, so it is not a failed worker
+            print(f"self-play worker {w} died ({reason}) after saving all its {assigned} games; "
+                  "nothing to play again", file=sys.stderr, flush=True)
+            self.per[w].done = True
+            self.per[w].error = ""
+            return 0
         if left <= 0 or attempts > self.max_restarts or self.fatal:
             return 0
         print(f"self-play worker {w} died ({reason}); restarting it for its {left} unsaved games "

@@ -274,6 +274,33 @@ def _kill_worker_0(tmp_path: Path, games: int, *overrides: str):
     return rd, summary, killer
 
 
+def test_a_worker_dead_after_saving_its_whole_share_is_not_failed(tmp_path, capfd):
+    """A worker (or its node) can die after its last shard is on disk but before it reports "done"
+    (seen on a Ray node lost at that moment). Its share is played, so it is neither restarted nor
+    listed as failed; a worker one game short in the same session is restarted for that game."""
+    from shards import selfplay_games
+
+    from dlzero.selfplay.parent import Collector
+    from dlzero.selfplay.worker import shard_prefix
+
+    cfg = tiny_config("selfplay.max_restarts=2")
+    rd = RunDir.create(tmp_path / "run", cfg)
+    games = selfplay_games(5, plies=6, seed=3)
+    for w, n in ((0, 3), (1, 2)):  # worker 0 saved its 3 games, worker 1 one of its 2 (and one of another session)
+        with ShardWriter(rd.data_dir_for(0), shard_prefix(w), 1, {"worker": w, "session": "s1"}) as writer:
+            for game in games[:n - w]:
+                writer.add(game)
+        with ShardWriter(rd.data_dir_for(0), shard_prefix(w), 1, {"worker": w, "session": "s0"}) as writer:
+            writer.add(games[4])
+    collector = Collector(rd, cfg, games=5, n_workers=2, progress=False)
+    assert collector.replay_share(0, "s1", 3, 1, "node lost") == 0
+    assert collector.replay_share(1, "s1", 2, 1, "node lost") == 1
+    summary = collector.finish(["a", "b"])
+    assert summary.failed_workers == [1] and summary.restarts == 1  # worker 1's replacement never reported
+    err = capfd.readouterr().err
+    assert "worker 0 died (node lost) after saving all its 3 games" in err and "restarting it for its 1" in err
+
+
 @pytest.mark.slow
 def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
     rd, summary, killer = _kill_worker_0(tmp_path, 120, "selfplay.max_restarts=0")
