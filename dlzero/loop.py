@@ -44,11 +44,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dlzero.config import Config, gate_interval
 from dlzero.progress.timeline import Timeline
 from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import LOOP_STATE
+
+if TYPE_CHECKING:
+    from dlzero.selfplay.parent import Collector
 
 log = logging.getLogger("dlzero.loop")
 
@@ -188,6 +192,12 @@ class BackgroundSelfplay:
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="selfplay", daemon=True)
         self.started = time.perf_counter()
+        self._collector: Collector | None = None
+
+    @property
+    def unsaved_games(self) -> int:
+        """Games the workers have played that no shard holds yet (0 before the session starts)."""
+        return self._collector.unsaved_games if self._collector is not None else 0
 
     def start(self) -> None:
         self.started = time.perf_counter()
@@ -199,9 +209,12 @@ class BackgroundSelfplay:
         try:
             with self.timeline.phase("selfplay", self.rd.best().generation):
                 run_local(self.rd, self.cfg, ENDLESS_GAMES, self.cfg.selfplay.workers, progress=False,
-                          stop=self._stop)
+                          stop=self._stop, on_start=self._keep)
         except BaseException as exc:  # handed to the loop's thread by check()
             self._error = exc
+
+    def _keep(self, collector: Collector) -> None:
+        self._collector = collector
 
     def check(self) -> None:
         """Raise what ended self-play early (an error, or all its workers gone)."""
@@ -249,8 +262,9 @@ def _wait_for_games(rd: RunDir, cfg: Config, selfplay: BackgroundSelfplay, loop_
         now = time.perf_counter()
         if now - last_status >= cfg.loop.status_every_s:
             rate = (total - first_total) / max((now - last_status) / 3600.0, 1e-9)
-            print(f"[{(now - loop_start) / 60:.1f} min] waiting for games: {new}/{wanted} new, {total} in all "
-                  f"(about {rate:,.0f} games/h lately)", flush=True)
+            print(f"[{(now - loop_start) / 60:.1f} min] waiting for games: {new}/{wanted} new in shards "
+                  f"(+{selfplay.unsaved_games} played, not yet in a shard of {cfg.selfplay.games_per_shard}), "
+                  f"{total} in all (about {rate:,.0f} games/h lately)", flush=True)
             last_status, first_total = now, total
         time.sleep(1.0)
 

@@ -42,6 +42,7 @@ from dlzero.selfplay.worker import PipeReporter, load_resign, process_main, shar
 class WorkerSummary:
     games: int = 0
     games_saved: int = 0  # games in shards on disk (a killed worker loses the rest)
+    unsaved: int = 0  # games played and not yet in a shard (0 once the worker is dead: they are lost)
     positions: int = 0
     shards: int = 0
     generations: set[int] = field(default_factory=set)
@@ -124,6 +125,7 @@ class Collector:
         summary, per = self.summary, self.per[w]
         if kind == "game":
             per.games += 1
+            per.unsaved += 1
             per.positions += data["plies"]
             per.generations.add(data["generation"])
             summary.games += 1
@@ -146,6 +148,7 @@ class Collector:
         elif kind == "shard":
             per.shards += 1
             per.games_saved += data["games"]
+            per.unsaved = max(0, per.unsaved - data["games"])
             summary.shards.append(Path(data["path"]))
         elif kind == "done":
             per.done = True
@@ -186,6 +189,13 @@ class Collector:
         for directory, stem in self.writers[w]:
             discard_uncommitted(directory, stem)
         self.writers[w].clear()
+        self.per[w].unsaved = 0
+
+    @property
+    def unsaved_games(self) -> int:
+        """Games the live workers have finished but not yet written (a shard holds `games_per_shard`):
+        what a count of games on disk does not see yet."""
+        return sum(p.unsaved for p in self.per)
 
     def replay_share(self, w: int, session: str, assigned: int, attempts: int, reason: str) -> int:
         """How many games dead worker `w` must be started again for (0: leave it dead).
@@ -316,11 +326,13 @@ def gather(running: Running, handle: Callable[[tuple], None],
 
 
 def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, progress: bool = True,
-                 seed: int | None = None, stop: threading.Event | None = None) -> SelfplaySummary:
+                 seed: int | None = None, stop: threading.Event | None = None,
+                 on_start: Callable[[Collector], None] | None = None) -> SelfplaySummary:
     """Play `games` games in `workers` spawned processes; return the summary once all have ended.
 
     Setting `stop` (from another thread: the asynchronous loop's trainer) ends the session early: every
-    worker saves its finished games and exits, and none is restarted.
+    worker saves its finished games and exits, and none is restarted. `on_start` is handed the session's
+    Collector (its counters, read from another thread, say how far the session is).
 
     With `server.enabled`, workers evaluate through inference servers (one per device) started here,
     worker w using server w mod S. A worker that dies is reported (its games in progress are
@@ -336,6 +348,8 @@ def run_local(rd: RunDir, cfg: Config, games: int, workers: int | None = None, p
     procs: list[list[BaseProcess]] = [[] for _ in range(n_workers)]  # each worker's processes, restarts included
     running: Running = {}
     collector = Collector(rd, cfg, games, n_workers, progress)
+    if on_start is not None:
+        on_start(collector)
 
     def start(w: int, n: int) -> tuple[BaseProcess, Connection]:
         wseed = None if seed is None else seed + 1000 * w + len(procs[w])

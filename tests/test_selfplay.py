@@ -301,6 +301,24 @@ def test_a_worker_dead_after_saving_its_whole_share_is_not_failed(tmp_path, capf
     assert "worker 0 died (node lost) after saving all its 3 games" in err and "restarting it for its 1" in err
 
 
+def test_the_collector_counts_games_played_but_not_yet_in_a_shard(tmp_path):
+    """The async loop's status line adds these to the games on disk: with 32 games to a shard, the disk
+    alone says "0 new" until a worker's first shard is written. A dead worker's unsaved games are lost."""
+    from dlzero.selfplay.parent import Collector
+
+    cfg = tiny_config()
+    collector = Collector(RunDir.create(tmp_path / "run", cfg), cfg, games=20, n_workers=2, progress=False)
+    game = {"plies": 10, "winner": BLACK_WIN, "reason": "resign", "generation": 0, "targets": 5,
+            "false_positive": None}
+    for w in (0, 0, 0, 1, 1):
+        collector.handle(("game", w, game))
+    assert collector.unsaved_games == 5
+    collector.handle(("shard", 0, {"path": str(tmp_path / "a.hcpe3"), "games": 2}))
+    assert collector.unsaved_games == 3
+    collector.worker_died(1, "killed")
+    assert collector.unsaved_games == 1 and collector.per[1].games == 2  # its tally still shows what it played
+
+
 @pytest.mark.slow
 def test_killed_worker_leaves_only_complete_shards(tmp_path, capfd):
     rd, summary, killer = _kill_worker_0(tmp_path, 120, "selfplay.max_restarts=0")
