@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from test_teacher import FAKE_ENGINE
 from test_train import copy_run, make_run, tiny_config
 
 from dlzero.model import load_model_file, new_model
@@ -86,3 +87,27 @@ def test_torchrun_launch_of_dlzero_train(tmp_path):
     assert not all(torch.equal(a, b) for a, b in zip(trained.parameters(), start.parameters(), strict=True))
     ckpt = torch.load(rd.train_dir / "checkpoint.pt", weights_only=True)
     assert ckpt["segment"]["done"] and ckpt["trainer"]["global_step"] == 3
+
+
+def test_torchrun_ranks_split_the_relabelling(tmp_path):
+    """`train.relabel` under torchrun: each rank relabels its slice of the shards rank 0 listed (here 2
+    and 1 of 3) with its own teacher, and training reads every twin, so no rank waits out the whole
+    relabelling at its first collective."""
+    from dlzero.train.checkpoint import load_checkpoint
+
+    script = tmp_path / "fake_usi.py"
+    script.write_text(FAKE_ENGINE)
+    base = tmp_path / "base"
+    make_run(base, tiny_config(), (2, 2, 2))
+    rd = copy_run(base, tmp_path)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+           f"--master_port={free_port()}", "-m", "dlzero.cli", "train", "--run-dir", str(rd.root),
+           "--steps", "2", "--no-progress", "--set", "train.batch_size=16", "--set", "train.device=cpu",
+           "--set", f"train.relabel=usi:{sys.executable} {script}"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "relabelled 2 shard(s)" in proc.stderr and "relabelled 1 shard(s)" in proc.stderr, proc.stderr[-3000:]
+    assert all(rd.relabelled(p).is_file() for p in rd.shards())
+    plan = load_checkpoint(rd.train_dir / "checkpoint.pt", tiny_config().model)["segment"]["plan"]
+    assert plan["source"] == "relabelled" and len(plan["shards"]) == 3

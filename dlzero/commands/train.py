@@ -24,8 +24,13 @@ import argparse
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from dlzero.commands.common import add_config_args, config_from_args, run_from_args
+
+if TYPE_CHECKING:
+    from dlzero.rundir import RunDir
+    from dlzero.train.distributed import DistInfo
 
 FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device", "reuse": "train.reuse"}
 
@@ -81,10 +86,8 @@ def _train(args: argparse.Namespace) -> int:
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
     try:
         if rd is not None:
-            if cfg.train.relabel and (info is None or info.is_main):
-                from dlzero.teacher.relabel_run import relabel_shards
-
-                relabel_shards(rd, cfg.train.relabel, progress=not args.no_progress)
+            if cfg.train.relabel:
+                _relabel(rd, cfg.train.relabel, info, progress=not args.no_progress)
             res = train_generation(rd, cfg, steps=args.steps, progress=not args.no_progress)
             if info is None or info.is_main:
                 print(f"wrote {res.model_path}: generation {res.generation}, {res.steps} steps on "
@@ -106,3 +109,23 @@ def _train(args: argparse.Namespace) -> int:
 def _fmt(metrics: dict[str, float]) -> str:
     keys = ("policy_loss", "value_loss", "policy_acc", "value_acc")
     return ", ".join(f"{k} {metrics[k]:.4f}" for k in keys if k in metrics) or "no metrics"
+
+
+def _relabel(rd: RunDir, spec: str, info: DistInfo | None, progress: bool) -> None:
+    """`train.relabel` before the generation trains: under torchrun every rank relabels its own slice of
+    the shards rank 0 listed (each with its own teacher), then all meet, so the work is split K ways and
+    no rank idles at the first collective for the whole relabelling (gloo's 30-minute timeout)."""
+    from pathlib import Path
+
+    import torch.distributed as dist
+
+    from dlzero.teacher.relabel_run import relabel_shards
+    from dlzero.train import distributed
+
+    if info is None or not info.enabled:
+        relabel_shards(rd, spec, progress=progress)
+        return
+    listed = distributed.broadcast([str(p) for p in rd.shards()] if info.is_main else None, info)
+    relabel_shards(rd, spec, shards=[Path(p) for p in listed[info.rank::info.world]],
+                   progress=progress and info.is_main)
+    dist.barrier()
