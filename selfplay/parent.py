@@ -211,7 +211,7 @@ class Collector:
             self.per[w].done = True
             self.per[w].error = ""
             return 0
-        if left <= 0 or attempts > self.max_restarts or self.fatal:
+        if attempts > self.max_restarts or self.fatal:
             return 0
         print(f"self-play worker {w} died ({reason}); restarting it for its {left} unsaved games "
               f"(restart {attempts} of at most {self.max_restarts})", file=sys.stderr, flush=True)
