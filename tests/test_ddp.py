@@ -70,15 +70,21 @@ def test_two_gloo_replicas_stay_identical(tmp_path):
     assert not all(torch.equal(r0["start"][k], r0["end"][k]) for k in r0["end"])  # it trained
 
 
+def _torchrun_train(rd: RunDir, steps: int, *extra: str, timeout: int) -> subprocess.CompletedProcess:
+    """`dlzero train --run-dir` on the run under torchrun: two CPU ranks, one torch thread each."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+           f"--master_port={free_port()}", "-m", "dlzero.cli", "train", "--run-dir", str(rd.root),
+           "--steps", str(steps), "--no-progress", "--set", "train.batch_size=16", "--set", "train.device=cpu",
+           *extra]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def test_torchrun_launch_of_dlzero_train(tmp_path):
     base = tmp_path / "base"
     make_run(base, tiny_config(), (2,))
     rd = copy_run(base, tmp_path)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-           f"--master_port={free_port()}", "-m", "dlzero.cli", "train", "--run-dir", str(rd.root),
-           "--steps", "3", "--no-progress", "--set", "train.batch_size=16", "--set", "train.device=cpu"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    proc = _torchrun_train(rd, 3, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr.count("wrote ") == 1  # only rank 0 reports and writes
     trained, meta = load_model_file(rd.model_path(1))
@@ -100,12 +106,7 @@ def test_torchrun_ranks_split_the_relabelling(tmp_path):
     base = tmp_path / "base"
     make_run(base, tiny_config(), (2, 2, 2))
     rd = copy_run(base, tmp_path)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-           f"--master_port={free_port()}", "-m", "dlzero.cli", "train", "--run-dir", str(rd.root),
-           "--steps", "2", "--no-progress", "--set", "train.batch_size=16", "--set", "train.device=cpu",
-           "--set", f"train.relabel=usi:{sys.executable} {script}"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    proc = _torchrun_train(rd, 2, "--set", f"train.relabel=usi:{sys.executable} {script}", timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "relabelled 2 shard(s)" in proc.stderr and "relabelled 1 shard(s)" in proc.stderr, proc.stderr[-3000:]
     assert all(rd.relabelled(p).is_file() for p in rd.shards())
