@@ -380,7 +380,10 @@ class TrainConfig:
                               "target), or every searched ply, cheap searches included (value only; mates as "
                               "proven, draws as the search scored them)")
     grad_clip: float = _field(10.0, _non_negative, "max gradient norm (0: off)")
-    amp: str = _field("auto", _one_of("auto", "off", "bf16", "fp16"), "auto: bf16 on CUDA, off on CPU")
+    amp: str = _field("auto", _one_of("auto", "off", "bf16", "fp16"),
+                      "auto: bf16 on CUDA and on CPUs with bf16 instructions (AVX512_BF16, AMX), off on other CPUs")
+    channels_last: bool = _field(True, None, "train in the channels-last memory layout (faster convolutions on "
+                                 "CPU and GPU; the saved model is the same)")
     ema: bool = _field(False, None, "export an exponential moving average of the weights")
     ema_decay: float = _field(0.999, _unit)
     checkpoint_every: int = _field(200, _positive, "steps between checkpoints")

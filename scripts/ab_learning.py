@@ -56,7 +56,6 @@ import datetime as dt
 import io
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -64,6 +63,8 @@ import time
 from pathlib import Path
 
 from learning_benchmark import run_loop  # the same directory: run as python scripts/ab_learning.py
+
+from dlzero.cpu import cpu_flags
 
 ARMS: dict[str, list[str]] = {
     "puct": [],
@@ -85,14 +86,6 @@ def arm_overrides(arm: str) -> list[str]:
     if base not in ARMS:
         raise SystemExit(f"unknown arm '{arm}': one of {', '.join(ARMS)} (each also with '{GATE_OFF}')")
     return [*ARMS[base], *(["gate.mode=off"] if off else [])]
-
-
-def cpu_flags() -> str:
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    return " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "amx_int8") if f in flags) or "no avx2"
 
 
 def run_dir(root: Path, arm: str, seed: int) -> Path:

@@ -12,7 +12,8 @@ Run on a machine with CUDA (`bash scripts/gpu_check.sh`); `--dry-run` runs only 
 3. search simulations/s (one tree, 256 leaves per call; 256 trees in lockstep) for 10x192;
 4. self-play positions/s for 10x192 with G = 64 and 256 games in lockstep;
 5. inference server (configs/gpu-1.yaml, 10x192 fp16) with 4, 8 and 14 self-play workers:
-   evaluations/s, mean batch, busy share (the issue's goal: >= 50k evaluations/s on an H200).
+   evaluations/s, mean batch, busy share (the issue's goal: >= 50k evaluations/s on an H200);
+6. training ms per step for 10x192 at batch 1024: fp32 and bf16, standard and channels-last layout.
 Everything should stay under 5 minutes on one H200.
 """
 
@@ -182,6 +183,20 @@ def search_and_selfplay() -> None:
         emit(check="selfplay", **row)
 
 
+def training_speed(device: str = "cuda", blocks: int = 10, channels: int = 192, batch: int = 1024,
+                   steps: int = 5) -> None:
+    """Training ms per step and samples/s per precision and memory layout (`dlzero bench train`)."""
+    import dataclasses
+
+    from dlzero.bench.train import VARIANTS, bench_train
+
+    cfg = Config()
+    cfg.model = ModelConfig(blocks=blocks, channels=channels)
+    cfg.train = dataclasses.replace(cfg.train, device=device, batch_size=batch)
+    for row in bench_train(cfg, list(VARIANTS), steps=steps, rounds=2):
+        emit(check="train", model=f"b{blocks}c{channels}", **row)
+
+
 def server() -> None:
     from pathlib import Path
 
@@ -201,12 +216,13 @@ if __name__ == "__main__":
     if args.dry_run:
         emit(check="dry-run", cuda=torch.cuda.is_available())
         precision_table(cuda=False, seconds=0.3)
+        training_speed("cpu", blocks=1, channels=8, batch=8, steps=1)
         raise SystemExit(0)
     if not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device visible to torch (use --dry-run to check the script on a CPU)")
     emit(check="device", name=torch.cuda.get_device_name(0), torch=torch.__version__)
     start = time.perf_counter()
-    for step in (parity, precision_table, inference_speed, server, search_and_selfplay):
+    for step in (parity, precision_table, inference_speed, training_speed, server, search_and_selfplay):
         t0 = time.perf_counter()
         step()
         emit(check="timing", step=step.__name__, seconds=round(time.perf_counter() - t0, 1))

@@ -32,8 +32,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ab_learning import cpu_flags  # the same directory: run as python scripts/teacher_benchmark.py
 from learning_benchmark import run_loop
+
+from dlzero.cpu import cpu_flags
 
 STAGES = ("teacher", "teacher+selfplay")
 ANCHORS = ("alphabeta:1000,fairy-stockfish:skill=0:byoyomi=100,fairy-stockfish:skill=10:byoyomi=100,"

@@ -101,6 +101,22 @@ def test_bench_search_layouts(workdir):
     assert "--rounds" in line
 
 
+def test_bench_train_variants(workdir):
+    """`bench train`: a row per precision/layout with its speed against the first, the CPU's flags in
+    every JSON row; a malformed variant is a one-line error."""
+    proc = dlzero("bench", "train", *SMALL, "--set", "train.batch_size=8", "--variants",
+                  "off/contiguous,bf16/channels_last", "--steps", "1", "--rounds", "2", "--json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert [(r["variant"], r["computes_in"]) for r in rows] == [("off/contiguous", "float32"),
+                                                                ("bf16/channels_last", "bfloat16")]
+    assert rows[0]["vs_first"] == 1.0 and all(r["ms_per_step"] > 0 and r["batch"] == 8 for r in rows)
+    assert rows[1]["vs_first"] == pytest.approx(rows[0]["ms_per_step"] / rows[1]["ms_per_step"], rel=0.1)
+    assert all(r["cpu_flags"] for r in rows)
+    line = _one_line_error(dlzero("bench", "train", *SMALL, "--variants", "bf16-last", cwd=workdir))
+    assert "--variants" in line and "bf16-last" in line
+
+
 def test_bad_config_key_is_one_line(workdir):
     proc = dlzero("init-model", "--out", "bad.pt", "--set", "model.blockz=3", cwd=workdir)
     line = _one_line_error(proc)

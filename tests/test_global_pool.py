@@ -9,8 +9,8 @@ import pytest
 import torch
 from nets import perturbed_model
 
-from dlzero.bench.infer import cpu_flags
 from dlzero.config import ConfigError, InferenceConfig, ModelConfig, load_config
+from dlzero.cpu import cpu_flags
 from dlzero.encoding import NUM_PLANES, encode_position
 from dlzero.errors import ModelFileError
 from dlzero.inference import load_model

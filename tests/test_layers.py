@@ -4,7 +4,7 @@ Every import counts, also the ones inside functions (a lazy import is still a de
 moves the moment it is paid). Layers, lowest first; a module may import its own layer and the
 layers below, never above:
 
-    foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources
+    foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources, dlzero.cpu
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config
     storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock  (file formats; the run
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"dlzero": "dlzero", "selfplay": "dlzero.selfplay", "train": "dlzero.train"}
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources")),
+    ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources", "dlzero.cpu")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config",)),
     ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock")),

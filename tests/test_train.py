@@ -353,6 +353,46 @@ def test_adamw_bf16_and_fp16_on_cpu(base_run):
         Trainer(new_model(cfg.model), tiny_config(amp="fp16").train, torch.device("cpu"))
 
 
+def test_amp_auto_on_the_cpu_is_bf16_only_with_bf16_instructions(monkeypatch):
+    """auto trains in bf16 on a CPU that lists avx512_bf16 or amx_bf16 in /proc/cpuinfo, in fp32 on others;
+    an explicit setting wins either way."""
+    import dlzero.cpu
+    from dlzero.train.trainer import amp_dtype
+
+    cpu = torch.device("cpu")
+    for flags, expected in (({"avx2", "avx512f", "avx512_vnni"}, None), ({"avx2", "avx512_bf16"}, torch.bfloat16),
+                            ({"avx2", "amx_bf16", "amx_tile"}, torch.bfloat16), (None, None)):
+        monkeypatch.setattr(dlzero.cpu, "flag_set", lambda flags=flags: None if flags is None else frozenset(flags))
+        assert amp_dtype("auto", cpu) is expected, flags
+        assert amp_dtype("off", cpu) is None and amp_dtype("bf16", cpu) is torch.bfloat16
+    monkeypatch.setattr(dlzero.cpu, "flag_set", lambda: frozenset({"fpu", "avx512_bf16", "avx2", "sse2"}))
+    assert dlzero.cpu.cpu_flags() == "avx2 avx512_bf16"  # the speed-relevant ones, in a fixed order
+
+
+def test_channels_last_changes_the_layout_not_the_weights(base_run):
+    """Training in the channels-last layout takes the same steps as the standard layout (fp32, to
+    rounding), and the model it exports is in the standard layout, as saving and ONNX expect."""
+    from dlzero.train.dataset import build_window
+    from dlzero.train.trainer import Segment, Trainer
+
+    buf, _ = build_window(RunDir.open(base_run), tiny_config().train)
+    exported = {}
+    for channels_last in (False, True):
+        cfg = tiny_config(amp="off", channels_last=channels_last)
+        trainer = Trainer(new_model(cfg.model, seed=0), cfg.train, torch.device("cpu"))
+        conv = trainer.model.stem[0].weight
+        assert conv.is_contiguous(memory_format=torch.channels_last) is channels_last
+        assert conv.is_contiguous() is not channels_last
+        trainer.fit(buf, Segment(1, 5, seed=0), None, None, progress=False)
+        exported[channels_last] = trainer.export_model()
+        assert all(p.is_contiguous() for p in exported[channels_last].state_dict().values())
+    start = params(new_model(tiny_config().model, seed=0))
+    standard, last = params(exported[False]), params(exported[True])
+    assert any(not torch.equal(standard[k], start[k]) for k in start)  # it did train
+    for name, p in standard.items():
+        assert torch.allclose(last[name], p, atol=1e-4), name
+
+
 def test_metrics_csv_survives_a_torn_row_and_replayed_steps(tmp_path):
     from dlzero.train.meters import MetricsLog
 

@@ -19,6 +19,11 @@ KataGo's switches (both off by default): `aux_reply_weight` adds that weight tim
 of the opponent's-reply head (train.reply; plies without a reply count 0), and `surprise_weight`
 scales each sample's loss by its policy surprise (train.surprise). Logged losses stay unweighted.
 
+Arithmetic: `train.amp` autocasts the network to bf16 (auto: on CUDA, and on CPUs with bf16
+instructions, dlzero.cpu) while weights, optimiser state and losses stay fp32, and `train.channels_last`
+trains in the NHWC layout the fast convolution kernels want; together 1.9x the samples/s of fp32 NCHW
+on a 2-core AVX512_BF16 CPU (docs/benchmarks/train-speed.md). Model files are fp32 and NCHW either way.
+
 Schedule: `lr` constant, or cosine from `lr` towards 0 over each segment (a generation in the loop,
 the whole run in supervised mode, so each candidate is taken at a low LR), times a linear warmup over
 the first `warmup_steps` steps of the whole run. The LR is a pure function of the step counters in
@@ -32,6 +37,7 @@ scaler, EMA and counters are restored).
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
 import sys
@@ -48,6 +54,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from dlzero.config import TrainConfig
+from dlzero.cpu import cpu_flags, native_bf16
 from dlzero.errors import ConfigError, ModelFileError
 from dlzero.model import PolicyValueNet
 from dlzero.model.checkpoint import load_state
@@ -63,16 +70,29 @@ log = logging.getLogger(__name__)
 
 
 def amp_dtype(amp: str, device: torch.device) -> torch.dtype | None:
-    """Autocast dtype for `train.amp`: auto is bf16 on CUDA (fp16 where bf16 is unsupported), off on CPU."""
+    """Autocast dtype for `train.amp`.
+
+    auto: bf16 on CUDA (fp16 where bf16 is unsupported), and on a CPU with bf16 instructions
+    (AVX512_BF16, AMX: there a 5x64 step ran 1.7x faster than fp32, docs/benchmarks/train-speed.md);
+    off on other CPUs, where oneDNN emulates bf16 and it would be slower than fp32.
+    """
     if amp == "auto":
-        if device.type != "cuda":
-            return None
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if native_bf16() else None
     if amp == "off":
         return None
     if amp == "fp16" and device.type != "cuda":
         raise ConfigError("train.amp=fp16 needs CUDA; on the CPU use bf16 or off")
     return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
+
+
+@functools.cache
+def _announce(device: str, amp: str, dtype: str, layout: str) -> None:
+    """One log line per process and setting: what the arithmetic runs in, and why (train.amp=auto decides
+    by the CPU's flags, so the same config trains in bf16 on one machine and fp32 on another)."""
+    why = f"; this CPU has {cpu_flags()}" if amp == "auto" and device == "cpu" else ""
+    log.info("training on %s in %s (train.amp=%s%s), %s layout", device, dtype, amp, why, layout)
 
 
 def make_optimizer(params: Any, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -178,7 +198,10 @@ class Trainer:
         if cfg.batch_size % self.info.world:
             raise ConfigError(f"train.batch_size {cfg.batch_size} must be divisible by the {self.info.world} "
                               "training processes")
-        self.model = model.to(device)
+        # channels_last: the layout oneDNN's and cuDNN's fast convolutions want; the exported copy
+        # goes back to the standard layout (export_model)
+        self.memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
+        self.model = model.to(device, memory_format=self.memory_format)
         self.train_net = TrainingNet(self.model, reply=cfg.aux_reply_weight > 0).to(device)
         self.net: torch.nn.Module = self.train_net
         if self.info.enabled:
@@ -186,6 +209,9 @@ class Trainer:
             self.net = DistributedDataParallel(self.train_net, device_ids=ids)
         self.optimizer = make_optimizer(self.train_net.parameters(), cfg)
         self.amp = amp_dtype(cfg.amp, device)
+        if self.info.is_main:
+            _announce(device.type, cfg.amp, str(self.amp or torch.float32).removeprefix("torch."),
+                      "channels-last" if cfg.channels_last else "standard (NCHW)")
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
         self.ema = EMA(self.model, cfg.ema_decay) if cfg.ema else None
         self.global_step = 0
@@ -198,7 +224,8 @@ class Trainer:
             group["lr"] = lr
         self.net.train()
         with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
-            logits, value, reply = self.net(batch.planes)  # value: the raw logit (train.reply.TrainingNet)
+            planes = batch.planes.contiguous(memory_format=self.memory_format)
+            logits, value, reply = self.net(planes)  # value: the raw logit (train.reply.TrainingNet)
         logits, value = logits.float(), value.float()
         pl, vl, hits, vhits, decisive, policies = batch_stats(logits, value, batch)
         n = len(batch.value)
@@ -269,7 +296,7 @@ class Trainer:
 
     def export_model(self) -> PolicyValueNet:
         """A CPU copy in eval mode of the weights to publish: the EMA when on, else the live weights."""
-        out = copy.deepcopy(self.model).cpu()
+        out = copy.deepcopy(self.model).to("cpu", memory_format=torch.contiguous_format)
         if self.ema is not None:
             out.load_state_dict({k: v.cpu() for k, v in self.ema.state.items()})
         return out.eval()

@@ -25,16 +25,6 @@ def sample_boards(n: int, seed: int = 0, min_ply: int = 10, max_ply: int = 80) -
     return random_boards(n, seed, min_ply, max_ply)
 
 
-def cpu_flags() -> str:
-    """The CPU's int8-relevant instruction sets (int8 speed depends on them), e.g. 'avx2 avx512_vnni'."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return "unknown (no /proc/cpuinfo)"
-    found = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
-    return " ".join(found) or "none of avx2/avx512/vnni"
-
-
 def int8_evaluator(model_path: str | None, cfg: Config) -> tuple[OnnxEvaluator, Accuracy]:
     """The int8 model of the given or a random model, quantized whatever the gate says (a benchmark
     measures speed), with its accuracy against fp32 on held-out positions.

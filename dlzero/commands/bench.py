@@ -1,4 +1,5 @@
-"""`dlzero bench infer|search|selfplay|server|alphabeta`: figures for every speed target, as a table or JSON lines."""
+"""`dlzero bench infer|search|selfplay|server|alphabeta|train`: figures for every speed target, as a table
+or JSON lines."""
 
 from __future__ import annotations
 
@@ -83,6 +84,30 @@ def register(sub) -> None:
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
     _register_alphabeta(bsub)
+    _register_train(bsub)
+
+
+def _register_train(bsub) -> None:
+    pt = bsub.add_parser("train", help="training steps/s per precision (train.amp) and memory layout "
+                         "(train.channels_last), timed in turns")
+    add_config_args(pt)
+    pt.add_argument("--variants", type=_names, default=["off/contiguous", "off/channels_last", "bf16/contiguous",
+                                                        "bf16/channels_last"],
+                    help="comma-separated AMP/LAYOUT: AMP is train.amp (off, bf16, fp16 on CUDA, auto), LAYOUT "
+                         "contiguous or channels_last; the first is the baseline of vs_first")
+    pt.add_argument("--steps", type=int, default=5, help="steps per variant in each round")
+    pt.add_argument("--rounds", type=int, default=3, help="rounds of turns (the row gives the median)")
+    pt.add_argument("--json", action="store_true", help="one JSON object per line")
+    pt.set_defaults(func=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from dlzero.bench.train import bench_train
+
+    rows = _with_cpu(bench_train(config_from_args(args), args.variants, args.steps, args.rounds), args.json)
+    _print_rows(rows, args.json, ["variant", "device", "computes_in", "batch", "ms_per_step", "samples_per_s",
+                                  "vs_first", "threads"])
+    return 0
 
 
 def _register_alphabeta(bsub) -> None:
@@ -116,9 +141,9 @@ def _print_rows(rows, as_json: bool, columns: list[str]) -> None:
 
 
 def _with_cpu(rows: Iterable[dict], as_json: bool) -> Iterable[dict]:
-    """The CPU's int8-relevant flags beside the figures (int8 speed depends on VNNI): a line above the
+    """The CPU's speed-relevant flags beside the figures (int8 speed depends on VNNI, bf16 on BF16): a line above the
     table, or a `cpu_flags` field in every JSON row (so each row is self-contained)."""
-    from dlzero.bench.infer import cpu_flags
+    from dlzero.cpu import cpu_flags
 
     flags = cpu_flags()
     if not as_json:
