@@ -2,7 +2,8 @@
 
 Speed figures are printed beside these flags (machines differ: some have AVX-512 VNNI and BF16, some
 only AVX2), and `train.amp=auto` trains in bf16 on a CPU only where it has bf16 instructions: there
-oneDNN's bf16 convolutions are faster than fp32, elsewhere they are emulated and slower.
+oneDNN's bf16 convolutions ran 1.7x faster than fp32 (docs/benchmarks/train-speed.md); elsewhere
+oneDNN emulates bf16 (not measured here), so auto keeps fp32 there.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def amp_dtype(amp: str, device: torch.device) -> torch.dtype | None:
 
     auto: bf16 on CUDA (fp16 where bf16 is unsupported), and on a CPU with bf16 instructions
     (AVX512_BF16, AMX: there a 5x64 step ran 1.7x faster than fp32, docs/benchmarks/train-speed.md);
-    off on other CPUs, where oneDNN emulates bf16 and it would be slower than fp32.
+    off on other CPUs, where oneDNN emulates bf16 (not measured; fp32 is the safe side there).
     """
     if amp == "auto":
         if device.type == "cuda":

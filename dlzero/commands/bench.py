@@ -91,10 +91,10 @@ def _register_train(bsub) -> None:
     pt = bsub.add_parser("train", help="training steps/s per precision (train.amp) and memory layout "
                          "(train.channels_last), timed in turns")
     add_config_args(pt)
-    pt.add_argument("--variants", type=_names, default=["off/contiguous", "off/channels_last", "bf16/contiguous",
-                                                        "bf16/channels_last"],
+    pt.add_argument("--variants", type=_names, default=None,
                     help="comma-separated AMP/LAYOUT: AMP is train.amp (off, bf16, fp16 on CUDA, auto), LAYOUT "
-                         "contiguous or channels_last; the first is the baseline of vs_first")
+                         "contiguous or channels_last; the first is the baseline of vs_first (default: fp32 and "
+                         "bf16, each in both layouts)")
     pt.add_argument("--steps", type=int, default=5, help="steps per variant in each round")
     pt.add_argument("--rounds", type=int, default=3, help="rounds of turns (the row gives the median)")
     pt.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -102,9 +102,10 @@ def _register_train(bsub) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from dlzero.bench.train import bench_train
+    from dlzero.bench.train import VARIANTS, bench_train
 
-    rows = _with_cpu(bench_train(config_from_args(args), args.variants, args.steps, args.rounds), args.json)
+    variants = args.variants or list(VARIANTS)
+    rows = _with_cpu(bench_train(config_from_args(args), variants, args.steps, args.rounds), args.json)
     _print_rows(rows, args.json, ["variant", "device", "computes_in", "batch", "ms_per_step", "samples_per_s",
                                   "vs_first", "threads"])
     return 0
