@@ -1,13 +1,14 @@
 """Teacher benchmark (issue 22; not a test): a student distilled from a teacher, then self-play on top, rated.
 
-    python scripts/teacher_benchmark.py --root runs/teacher-bench teach --positions 1000000 --init-steps 9000
+    python scripts/teacher_benchmark.py --root runs/teacher-bench teach --positions 500000 --stage-minutes 60
     python scripts/teacher_benchmark.py --root runs/teacher-bench selfplay --minutes 60 --teacher-fraction 0.5
     python scripts/teacher_benchmark.py --root runs/teacher-bench rate --games 20 --playouts 400
     python scripts/teacher_benchmark.py --root runs/teacher-bench report --out docs/benchmarks/teacher
 
 Stage `teacher`: `dlzero teach` labels `--positions` positions of the teacher's own games (`--workers`
 processes) into ROOT/teacher.hcpe3, then `dlzero loop --init-from ROOT/teacher.hcpe3 --init-steps S
---generations 0` trains generation 0 of the run ROOT/run on it. Its minutes are the wall time of both.
+--generations 0` trains generation 0 of the run ROOT/run on it (`--init-minutes M` for M minutes;
+`--stage-minutes M`: for what the labelling left of M). Its minutes are the wall time of both.
 Stage `teacher+selfplay`: `dlzero loop` continues that run for `--minutes` (SIGINT at the deadline; the
 loop resumes, so a stopped stage is rerun with the minutes left), and its best model at the end is the
 stage's model. ROOT/stages.json records what each stage did (commands, minutes, positions, generation).
@@ -81,7 +82,7 @@ def stage_teacher(root: Path, args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     subprocess.run(teach, check=True)
     label_s = time.monotonic() - t0
-    extra = ["--init-from", str(data), "--init-steps", str(args.init_steps), "--generations", "0",
+    extra = ["--init-from", str(data), *warm_start_length(args, label_s), "--generations", "0",
              *[f"--set={s}" for s in args.set]]
     log(f"labelled in {label_s / 60:.1f} min; dlzero loop --config tiny --run {root / 'run'} {' '.join(extra)}")
     t1 = time.monotonic()
@@ -94,7 +95,7 @@ def stage_teacher(root: Path, args: argparse.Namespace) -> None:
     positions = sum(len(m.candidates) > 0 for g in read_hcpe3(data) for m in g.moves)  # the opening's plies: no label
     stages["teacher"] = {"minutes": (label_s + train_s) / 60.0, "label_minutes": label_s / 60.0,
                          "train_minutes": train_s / 60.0, "positions": positions, "teacher": args.teacher,
-                         "init_steps": args.init_steps, "sets": args.set, "generation": 0, "cpu": cpu_flags(),
+                         "init": extra[2:4], "sets": args.set, "generation": 0, "cpu": cpu_flags(),
                          "commands": [" ".join(teach[2:]), "dlzero loop --config tiny " + " ".join(extra)]}
     write_stages(root, stages)
     log(f"teacher stage: {positions} positions, {label_s / 60:.1f} + {train_s / 60:.1f} min")
@@ -243,6 +244,23 @@ def report(root: Path, args: argparse.Namespace) -> None:
     print(f"\nwrote {out.with_suffix('.csv')} and {out.with_suffix('.png')}")
 
 
+START_MINUTES = 1.5  # the warm start's own overhead outside its timed training: loading, held-out evaluation
+
+
+def warm_start_length(args: argparse.Namespace, label_s: float) -> list[str]:
+    """The warm start's `--init-steps S` or `--init-minutes M` flags: with `--stage-minutes` the training
+    gets what the labelling left of the stage, less START_MINUTES."""
+    if args.stage_minutes is not None:
+        minutes = args.stage_minutes - label_s / 60.0 - START_MINUTES
+        if minutes < 1.0:
+            raise SystemExit(f"the labelling took {label_s / 60:.1f} of the stage's {args.stage_minutes} minutes: "
+                             "no time is left to train")
+        return ["--init-minutes", f"{minutes:.2f}"]
+    if args.init_minutes is not None:
+        return ["--init-minutes", str(args.init_minutes)]
+    return ["--init-steps", str(args.init_steps)]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", type=Path, default=Path("runs/teacher-bench"))
@@ -251,7 +269,11 @@ def main() -> None:
     t.add_argument("--teacher", default="miniosl")
     t.add_argument("--positions", type=int, default=1_000_000)
     t.add_argument("--workers", type=int, default=2)
-    t.add_argument("--init-steps", type=int, default=9000)
+    length = t.add_mutually_exclusive_group()
+    length.add_argument("--init-steps", type=int, default=9000)
+    length.add_argument("--init-minutes", type=float, help="train generation 0 for this many minutes")
+    length.add_argument("--stage-minutes", type=float,
+                        help="the whole stage's minutes: generation 0 trains for what the labelling left")
     s = sub.add_parser("selfplay", help="stage `teacher+selfplay`: the loop on top for --minutes")
     s.add_argument("--minutes", type=float, default=60.0)
     s.add_argument("--teacher-fraction", type=float, default=None)

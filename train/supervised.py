@@ -35,6 +35,7 @@ from dlzero.errors import ConfigError, DataError, ModelFileError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, new_model, save_model
 from dlzero.rundir import RunDir
 from dlzero.train import distributed
+from dlzero.train.budget import UNTIMED_STEPS
 from dlzero.train.buffer import PositionBuffer
 from dlzero.train.checkpoint import load_checkpoint
 from dlzero.train.dataset import buffer_from_games, holdout_mask, load_hcpe
@@ -91,10 +92,12 @@ def start_model(init: str | Path | None, cfg: Config) -> PolicyValueNet:
 
 def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, steps: int | None = None,
                      metrics_dir: Path | None = None, progress: bool = True,
-                     init: str | Path | None = None) -> SupervisedResult:
+                     init: str | Path | None = None, minutes: float | None = None) -> SupervisedResult:
     """Train a fresh `cfg.model` network, or go on training the model file `init` (fine-tuning: a student
-    on new teacher labels, usually at a lower `train.lr`), on hcpe/hcpe3 files for `steps` steps; save it
-    to `out`."""
+    on new teacher labels, usually at a lower `train.lr`), on hcpe/hcpe3 files for `steps` steps, or for
+    as many steps as fit in `minutes` (timed on the first steps, dlzero.train.budget); save it to `out`."""
+    if minutes is not None and (steps is not None or minutes <= 0):
+        raise ConfigError("give the training either in steps or in minutes (> 0), not both")
     out = Path(out)
     info = distributed.current()
     device = distributed.train_device(cfg.train.device, info)
@@ -107,7 +110,11 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
     ckpt = checkpoint_path(out)
     payload = load_checkpoint(ckpt, cfg.model) if ckpt.is_file() else None
     trainer = Trainer(start_model(init, cfg), cfg.train, device, info)
-    seg = Segment(0, steps or cfg.train.steps_per_generation, segment_seed(cfg.train.seed, 0))
+    seed = segment_seed(cfg.train.seed, 0)
+    if minutes is not None:
+        seg = Segment(0, UNTIMED_STEPS, seed, seconds=minutes * 60.0)
+    else:
+        seg = Segment(0, steps or cfg.train.steps_per_generation, seed)
     if payload is not None:
         seg = trainer.restore(payload, ckpt)
     metrics = MetricsLog(metrics_dir, trainer.global_step) if metrics_dir and info.is_main else None
@@ -129,12 +136,13 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
 
 
 def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: int | None = None,
-               progress: bool = True) -> Path | None:
+               progress: bool = True, minutes: float | None = None) -> Path | None:
     """Make the run's generation 0 from `sources` and promote it; None if the run already has a best model.
 
     `sources` is one model file (`.pt`, of the run's architecture: copied as generation 0) or hcpe3 /
     hcpe files (a fresh `cfg.model` network trained on them for `steps`, default
-    `train.steps_per_generation`). Training happens under `train/warm-start/` and resumes there if
+    `train.steps_per_generation`, or for `minutes` of training). Training happens under
+    `train/warm-start/` and resumes there if
     killed; the model moves into place only when finished, and `train/warm-start/report.json` keeps
     what it was trained on and how it scored on held-out positions.
     """
@@ -157,10 +165,12 @@ def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: in
         reason = f"warm start from the model {models[0]}"
     else:
         staging = staging_dir / target.name
-        res = train_supervised(sources, cfg, staging, steps, metrics_dir=staging_dir, progress=progress)
+        res = train_supervised(sources, cfg, staging, steps, metrics_dir=staging_dir, progress=progress,
+                               minutes=minutes)
         holdout = {k: v for k, v in res.holdout.items() if math.isfinite(v)}  # NaN: a loss with no targets
         atomic_write_text(staging_dir / "report.json", json.dumps(
-            {"sources": [str(s) for s in sources], "steps": res.steps, "train_positions": res.train_positions,
+            {"sources": [str(s) for s in sources], "steps": res.steps, "minutes": minutes,
+             "train_positions": res.train_positions,
              "holdout_positions": res.holdout_positions, "holdout": holdout}, indent=1) + "\n")
         os.replace(staging, target)
         log.info("warm start: generation 0 trained %d steps on %d positions; held out (%d): %s", res.steps,

@@ -27,7 +27,8 @@ on a 2-core AVX512_BF16 CPU (docs/benchmarks/train-speed.md). Model files are fp
 Schedule: `lr` constant, or cosine from `lr` towards 0 over each segment (a generation in the loop,
 the whole run in supervised mode, so each candidate is taken at a low LR), times a linear warmup over
 the first `warmup_steps` steps of the whole run. The LR is a pure function of the step counters in
-the checkpoint, so the schedule needs no state of its own.
+the checkpoint, so the schedule needs no state of its own. A supervised segment can be given in minutes
+instead of steps: it times its first steps and then fixes its length (dlzero.train.budget).
 
 Determinism: with a fixed seed and dataset on the CPU, a run resumed from a checkpoint takes exactly
 the steps an uninterrupted run takes (the sampler is a function of seed and cursor; model, optimiser,
@@ -58,9 +59,10 @@ from dlzero.cpu import cpu_flags, native_bf16
 from dlzero.errors import ConfigError, ModelFileError
 from dlzero.model import PolicyValueNet
 from dlzero.model.checkpoint import load_state
+from dlzero.train.budget import StepBudget
 from dlzero.train.buffer import Batch, BatchDecoder, PositionBuffer
 from dlzero.train.checkpoint import save_checkpoint, set_rng_state
-from dlzero.train.distributed import DistInfo
+from dlzero.train.distributed import DistInfo, broadcast
 from dlzero.train.meters import Meter, MetricsLog, summarise
 from dlzero.train.reply import TrainingNet, reply_loss
 from dlzero.train.sampler import EpochSampler, MixSampler
@@ -181,6 +183,9 @@ class Segment:
     plan: dict | None = None  # the replay window (train.dataset.WindowPlan as a dict)
     parent: str | None = None  # the model whose self-play made the newest data
     done: bool = False
+    # a segment given in time (dlzero.train.budget): `steps` is provisional until the first steps are timed,
+    # then fixed for these seconds, and this is cleared (so a resumed segment keeps its schedule)
+    seconds: float | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Segment:
@@ -337,6 +342,7 @@ class Trainer:
         bar = tqdm(total=seg.steps, initial=seg.step, desc=desc or f"train gen {seg.generation}",
                    file=sys.stderr, disable=not (progress and self.info.is_main), dynamic_ncols=True)
         summary: dict[str, float] = {}
+        budget = StepBudget(seg.seconds, seg.step) if seg.seconds is not None else None
         t0, s0 = time.perf_counter(), seg.step
         try:
             while seg.step < seg.steps:
@@ -346,6 +352,10 @@ class Trainer:
                 seg.step += 1
                 seg.cursor += cfg.batch_size
                 bar.update(1)
+                if budget is not None and (decision := budget.decide(seg.step)) is not None:
+                    self._fix_steps(seg, *broadcast(decision, self.info))
+                    budget, bar.total = None, seg.steps
+                    bar.refresh()
                 last = seg.step == seg.steps
                 if seg.step % cfg.log_every == 0 or last:
                     rate = (seg.step - s0) * cfg.batch_size / max(time.perf_counter() - t0, 1e-9)
@@ -358,6 +368,12 @@ class Trainer:
         finally:
             bar.close()
         return summary
+
+    def _fix_steps(self, seg: Segment, steps: int, per_step: float) -> None:
+        """End a timed segment's probe: from now on it is `steps` long (dlzero.train.budget)."""
+        log.info("%.1f minutes of training at %.0f ms a step (timed over the first steps): %d steps",
+                 (seg.seconds or 0.0) / 60, per_step * 1000, steps)
+        seg.steps, seg.seconds = steps, None
 
     def _log(self, seg: Segment, lr: float, samples_per_s: float,
              metrics: MetricsLog | None) -> dict[str, float]:

@@ -45,6 +45,9 @@ def register(sub) -> None:
                         "into the run's teacher/ and listed in train.teacher_data")
     p.add_argument("--init-steps", type=int,
                    help="training steps of that generation 0 (default: train.steps_per_generation)")
+    p.add_argument("--init-minutes", type=float, metavar="M",
+                   help="train that generation 0 for M minutes instead of a step count: the steps are fixed "
+                        "from the speed of its first 50, so the cosine schedule ends on time on any machine")
     p.add_argument("--teacher-fraction", type=float, metavar="F",
                    help="share of every training batch drawn from the teacher data (train.teacher_fraction; "
                         "default 0: self-play data alone after generation 0)")
@@ -56,9 +59,12 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlzero.errors import ConfigError
     from dlzero.loop import run_loop
     from dlzero.runlock import PARTS, hold
 
+    if args.init_steps is not None and args.init_minutes is not None:
+        raise ConfigError("--init-steps and --init-minutes both say how long generation 0 trains: give one")
     with hold(args.run, tuple(PARTS), create=True):  # the loop is every role: it writes every part
         rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
         if cfg.train.relabel:
@@ -70,6 +76,6 @@ def run(args: argparse.Namespace) -> int:
             from dlzero.train.teacher_files import adopt_teacher_data
 
             cfg, sources = adopt_teacher_data(rd, cfg, args.init_from)
-            warm_start(rd, cfg, sources, args.init_steps, progress=not args.quiet)
+            warm_start(rd, cfg, sources, args.init_steps, progress=not args.quiet, minutes=args.init_minutes)
         run_loop(rd, cfg, args.generations, progress=not args.quiet)
     return 0

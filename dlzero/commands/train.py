@@ -4,6 +4,7 @@
     dlzero train --hcpe a.hcpe b.hcpe --out m.pt      supervised; prints held-out accuracies
     dlzero train --hcpe teacher.hcpe3 --out m.pt      the same on teacher data from `dlzero teach`
     dlzero train --hcpe new.hcpe3 --init m.pt --out m2.pt   go on training m.pt (fine-tuning)
+    dlzero train --hcpe teacher.hcpe3 --out m.pt --minutes 30   as many steps as fit in 30 minutes
 
 `--hcpe` takes hcpe files (game records from `dlzero import-records`: one-hot policy) and hcpe3 files
 (told apart by the `.hcpe3` suffix: soft policy from visit counts, history planes from the games).
@@ -51,6 +52,9 @@ def register(sub) -> None:
                    "config's architecture) instead of a fresh network, e.g. a student on new teacher labels")
     p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation); with --run exactly "
                    "this many, else the steps follow the new data (train.reuse)")
+    p.add_argument("--minutes", type=float, help="supervised mode: train for this many minutes instead of a "
+                   "step count (the steps are fixed from the speed of the first 50, so that the cosine "
+                   "schedule fits the time; loading and the held-out evaluation come on top)")
     p.add_argument("--reuse", type=float, help="--run: samples per new training position (train.reuse)")
     p.add_argument("--device", help="auto, cpu, cuda or cuda:N (train.device)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -65,9 +69,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hcpe and not args.out:
         raise ConfigError("--hcpe needs --out (the model file to write)")
-    if args.run and (args.out or args.metrics or args.init):
-        raise ConfigError("--out, --metrics and --init are for --hcpe mode; --run trains on from the run's "
-                          "own checkpoint and writes into the run directory")
+    if args.run and (args.out or args.metrics or args.init or args.minutes):
+        raise ConfigError("--out, --metrics, --init and --minutes are for --hcpe mode; --run trains on from the "
+                          "run's own checkpoint and writes into the run directory")
+    if args.minutes is not None and args.steps is not None:
+        raise ConfigError("--minutes and --steps both say how long to train: give one")
     # one trainer per run (rank 0 of a torchrun, the rank that writes); --hcpe writes no run
     writes_run = args.run and (not distributed.launched_by_torchrun() or os.environ["RANK"] == "0")
     with hold(args.run, ("train",)) if writes_run else contextlib.nullcontext():
@@ -96,7 +102,7 @@ def _train(args: argparse.Namespace) -> int:
         else:
             metrics_dir = Path(args.metrics) if args.metrics else None
             sres = train_supervised(args.hcpe, cfg, args.out, metrics_dir=metrics_dir,
-                                    progress=not args.no_progress, init=args.init)
+                                    progress=not args.no_progress, init=args.init, minutes=args.minutes)
             if info is None or info.is_main:
                 print(f"wrote {sres.model_path}: {sres.steps} steps on {sres.train_positions:,} positions; "
                       f"held out ({sres.holdout_positions:,}): {_fmt(sres.holdout)}", file=sys.stderr)

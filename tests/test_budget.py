@@ -1,0 +1,105 @@
+"""Training given in minutes (dlzero.train.budget): the step count comes from the first steps' speed."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from dlzero.errors import ConfigError
+from dlzero.train import budget
+from dlzero.train.budget import PROBE_END, PROBE_START, StepBudget
+from dlzero.train.checkpoint import load_checkpoint
+from dlzero.train.trainer import Segment, Trainer
+from tests.test_train import tiny_config, write_random_hcpe
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_budget_fits_the_steps_to_the_seconds_left(monkeypatch):
+    """Steps of 0.125 s, except slow warm-up steps (0.25 s) before the timing starts: 20 s of training with
+    50 steps done in 7.5 s leaves 12.5 s, 100 steps more at the timed 0.125 s (not the warm-up's speed)."""
+    clock = FakeClock()
+    monkeypatch.setattr(budget.time, "perf_counter", clock)
+    b = StepBudget(20.0, first_step=0)
+    decisions = []
+    for step in range(1, 200):
+        clock.now += 0.25 if step <= PROBE_START else 0.125
+        decisions.append((step, b.decide(step)))
+    decided = [(step, d) for step, d in decisions if d is not None]
+    assert len(decided) == 1
+    step, (steps, per_step) = decided[0]
+    assert step == PROBE_END and per_step == pytest.approx(0.125)
+    assert steps == 150
+
+
+def test_a_budget_spent_in_the_probe_stops_there_and_a_resumed_one_probes_from_where_it_is(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(budget.time, "perf_counter", clock)
+    b = StepBudget(1.0, first_step=0)
+    for step in range(1, PROBE_END + 1):
+        clock.now += 0.1
+        d = b.decide(step)
+    assert d == (PROBE_END, pytest.approx(0.1))  # never fewer steps than the probe's
+    resumed = StepBudget(100.0, first_step=30)
+    for step in range(31, 31 + PROBE_END):
+        clock.now += 0.5
+        d = resumed.decide(step)
+    assert d is not None and d[0] == 30 + PROBE_END + int((100.0 - PROBE_END * 0.5) / 0.5 + 1e-9)
+
+
+def test_a_timed_segment_ends_its_cosine_on_time_and_its_checkpoint_keeps_the_steps(tmp_path):
+    """A real fit: the segment times its first steps, fixes its length, the cosine reaches ~0 at the
+    end (the last logged LR), and the checkpoint stores the fixed steps with no time left to re-time."""
+    from dlzero.model import new_model
+    from dlzero.train.supervised import load_supervised
+
+    path = tmp_path / "games.hcpe"
+    write_random_hcpe(path, 4, seed=7)
+    cfg = tiny_config(lr_schedule="cosine", checkpoint_every=1000)
+    buf = load_supervised([path], cfg.train.val_lambda)
+    trainer = Trainer(new_model(cfg.model, seed=1), cfg.train, torch_cpu())
+    seg = Segment(0, budget.UNTIMED_STEPS, seed=5, seconds=3.0)
+    from dlzero.train.meters import MetricsLog
+
+    metrics = MetricsLog(tmp_path / "m", 0)
+    try:
+        trainer.fit(buf, seg, tmp_path / "ckpt.pt", metrics, progress=False)
+    finally:
+        metrics.close()
+    assert PROBE_END <= seg.steps < budget.UNTIMED_STEPS and seg.step == seg.steps and seg.seconds is None
+    rows = list(csv.DictReader((tmp_path / "m" / "metrics.csv").open()))
+    assert int(rows[-1]["step"]) == seg.steps
+    assert float(rows[-1]["lr"]) < 0.01 * cfg.train.lr  # the schedule was fitted to the steps it ran
+    saved = load_checkpoint(tmp_path / "ckpt.pt", cfg.model)["segment"]
+    assert saved["steps"] == seg.steps and saved["seconds"] is None
+
+
+def test_supervised_in_minutes_and_the_flags_that_conflict(tmp_path):
+    from dlzero.cli import main
+    from dlzero.train import train_supervised
+
+    path = tmp_path / "games.hcpe"
+    write_random_hcpe(path, 4, seed=8)
+    cfg = tiny_config(holdout_fraction=0.2)
+    res = train_supervised([path], cfg, tmp_path / "sl.pt", minutes=0.02, progress=False)
+    assert res.steps >= PROBE_END and res.model_path.is_file()
+    with pytest.raises(ConfigError, match="steps or in minutes"):
+        train_supervised([path], cfg, tmp_path / "x.pt", steps=5, minutes=1.0, progress=False)
+    assert main(["train", "--hcpe", str(path), "--out", str(tmp_path / "y.pt"), "--steps", "3",
+                 "--minutes", "1"]) != 0
+    assert main(["loop", "--run", str(tmp_path / "run"), "--init-from", str(path), "--init-steps", "3",
+                 "--init-minutes", "1", "--generations", "0"]) != 0
+    assert not (tmp_path / "y.pt").exists() and not (tmp_path / "run" / "models").exists()
+
+
+def torch_cpu():
+    import torch
+
+    return torch.device("cpu")
