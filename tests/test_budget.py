@@ -8,7 +8,7 @@ import pytest
 
 from dlzero.errors import ConfigError
 from dlzero.train import budget
-from dlzero.train.budget import PROBE_END, PROBE_START, StepBudget
+from dlzero.train.budget import PROBE_END, PROBE_START, REFIT_EVERY, StepBudget
 from dlzero.train.checkpoint import load_checkpoint
 from dlzero.train.trainer import Segment, Trainer
 from tests.test_train import tiny_config, write_random_hcpe
@@ -23,40 +23,53 @@ class FakeClock:
 
 
 def test_budget_fits_the_steps_to_the_seconds_left(monkeypatch):
-    """Steps of 0.125 s, except slow warm-up steps (0.25 s) before the timing starts: 20 s of training with
-    50 steps done in 7.5 s leaves 12.5 s, 100 steps more at the timed 0.125 s (not the warm-up's speed)."""
+    """Steps of 0.125 s, except slow warm-up steps (0.25 s) before the timing starts: 100 s of training
+    with 50 steps done in 7.5 s leaves 92.5 s, 740 steps more at the timed 0.125 s (not the warm-up's
+    speed); the refits at a steady speed keep that count, and the last step ends the budget."""
     clock = FakeClock()
     monkeypatch.setattr(budget.time, "perf_counter", clock)
-    b = StepBudget(20.0, first_step=0)
-    decisions = []
-    for step in range(1, 200):
+    b = StepBudget(100.0, 0.0, first_step=0)
+    decided = []
+    for step in range(1, 791):
         clock.now += 0.25 if step <= PROBE_START else 0.125
-        decisions.append((step, b.decide(step)))
-    decided = [(step, d) for step, d in decisions if d is not None]
-    assert len(decided) == 1
-    step, (steps, per_step) = decided[0]
-    assert step == PROBE_END and per_step == pytest.approx(0.125)
-    assert steps == 150
+        if (d := b.decide(step)) is not None:
+            decided.append((step, d[0]))
+    assert decided == [(PROBE_END, 790), (PROBE_END + REFIT_EVERY, 790), (PROBE_END + 2 * REFIT_EVERY, 790)]
+    assert b.spent() == pytest.approx(100.0)
+    late = StepBudget(1.0, 0.0, first_step=0)
+    for step in range(1, PROBE_END + 1):
+        clock.now += 0.125
+        d = late.decide(step)
+    assert d == (PROBE_END, pytest.approx(0.125))  # the time is up in the probe: never fewer steps than done
 
 
-def test_a_budget_spent_in_the_probe_stops_there_and_a_resumed_one_probes_from_where_it_is(monkeypatch):
+def test_steps_that_slow_down_are_refitted_and_a_resumed_budget_has_only_the_time_left(monkeypatch):
+    """The probe says 0.1 s a step; the steps after it take 0.2 s, so the refit cuts the count: the run
+    then ends within a refit's steps of its time, not at the probe's count. A resumed budget (30 s of 100
+    spent) fits its steps to the 70 s left."""
     clock = FakeClock()
     monkeypatch.setattr(budget.time, "perf_counter", clock)
-    b = StepBudget(1.0, first_step=0)
-    for step in range(1, PROBE_END + 1):
-        clock.now += 0.1
-        d = b.decide(step)
-    assert d == (PROBE_END, pytest.approx(0.1))  # never fewer steps than the probe's
-    resumed = StepBudget(100.0, first_step=30)
-    for step in range(31, 31 + PROBE_END):
+    b = StepBudget(100.0, 0.0, first_step=0)
+    steps, step = None, 0
+    while steps is None or step < steps:
+        step += 1
+        clock.now += 0.1 if step <= PROBE_END else 0.2
+        if (d := b.decide(step)) is not None:
+            steps = d[0]
+            if step == PROBE_END:
+                assert steps == PROBE_END + int((100.0 - 5.0) / 0.1 + 1e-9)  # the probe's count: 1000
+    assert steps < 1000 and abs(b.spent() - 100.0) < 0.2 * REFIT_EVERY * 0.1
+    resumed = StepBudget(100.0, 30.0, first_step=400)
+    for step in range(401, 401 + PROBE_END):
         clock.now += 0.5
         d = resumed.decide(step)
-    assert d is not None and d[0] == 30 + PROBE_END + int((100.0 - PROBE_END * 0.5) / 0.5 + 1e-9)
+    assert d is not None and d[0] == 400 + PROBE_END + int((70.0 - PROBE_END * 0.5) / 0.5 + 1e-9)
+    assert resumed.spent() == pytest.approx(30.0 + PROBE_END * 0.5)
 
 
 def test_a_timed_segment_ends_its_cosine_on_time_and_its_checkpoint_keeps_the_steps(tmp_path):
     """A real fit: the segment times its first steps, fixes its length, the cosine reaches ~0 at the
-    end (the last logged LR), and the checkpoint stores the fixed steps with no time left to re-time."""
+    end (the last logged LR), and the checkpoint stores the steps, the budget and the time spent."""
     from dlzero.model import new_model
     from dlzero.train.supervised import load_supervised
 
@@ -73,12 +86,12 @@ def test_a_timed_segment_ends_its_cosine_on_time_and_its_checkpoint_keeps_the_st
         trainer.fit(buf, seg, tmp_path / "ckpt.pt", metrics, progress=False)
     finally:
         metrics.close()
-    assert PROBE_END <= seg.steps < budget.UNTIMED_STEPS and seg.step == seg.steps and seg.seconds is None
+    assert PROBE_END <= seg.steps < budget.UNTIMED_STEPS and seg.step == seg.steps
     rows = list(csv.DictReader((tmp_path / "m" / "metrics.csv").open()))
     assert int(rows[-1]["step"]) == seg.steps
     assert float(rows[-1]["lr"]) < 0.01 * cfg.train.lr  # the schedule was fitted to the steps it ran
     saved = load_checkpoint(tmp_path / "ckpt.pt", cfg.model)["segment"]
-    assert saved["steps"] == seg.steps and saved["seconds"] is None
+    assert saved["steps"] == seg.steps and saved["seconds"] == 3.0 and 0.0 < saved["spent"] < 30.0
 
 
 def test_supervised_in_minutes_and_the_flags_that_conflict(tmp_path):

@@ -335,7 +335,8 @@ def test_cli_train_on_a_run(base_run, tmp_path, capsys):
     assert torch.load(rd.train_dir / "checkpoint.pt", weights_only=True)["segment"]["cursor"] == 3 * 16
     with pytest.raises(DlzeroError, match="not a dlzero run"):
         args.func(parser.parse_args(["train", "--run", str(tmp_path / "nope")]))
-    with pytest.raises(DlzeroError, match="--init and --minutes are for --hcpe mode"):  # a run trains on from its checkpoint
+    # a run trains on from its checkpoint
+    with pytest.raises(DlzeroError, match="--init and --minutes are for --hcpe mode"):
         args.func(parser.parse_args(["train", "--run", str(rd.root), "--init", str(rd.model_path(1))]))
 
 

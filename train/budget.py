@@ -4,13 +4,16 @@ Why: a cosine schedule needs its length in steps before it starts, but what a us
 ("an hour for the teacher stage"), and the step time differs 2x between CPUs (bf16 instructions or
 not) and 20x between a CPU and a GPU. So the segment trains its first `PROBE_END` steps at the start
 of the schedule (where the cosine is flat: 50 steps of thousands move the LR by less than 0.01 %),
-times those after the first `PROBE_START` (oneDNN and CUDA warm up in the first steps), and then fixes
-its step count for the minutes left. From then on it is an ordinary segment: the step count is saved in
-its checkpoint, so a resumed run keeps the schedule it started (it does not re-time itself).
+times those after the first `PROBE_START` (oneDNN and CUDA warm up in the first steps), and fixes its
+step count for the time left. The speed of the first steps is not the speed of the whole run (on a
+2-core VM a 35-minute warm start timed at 224 ms a step averaged 250), so the count is fitted again
+every `REFIT_EVERY` steps from the mean speed since the timing began: the error left at the end is
+that of the last few hundred steps, and the cosine's small jumps at each refit do not matter. The
+steps, the budget and the seconds spent are in the segment's checkpoint, so a resumed run goes on with
+the time it has left.
 
-The decision is taken at a fixed step, not at a fixed time, so that every DDP rank takes it at the same
-step; rank 0's timing is broadcast. Loading data, checkpoints after the probe and the held-out
-evaluation are not in the budget.
+Decisions are taken at fixed steps, not at fixed times, so that every DDP rank takes them at the same
+step; rank 0's are broadcast. Loading data and the held-out evaluation are not in the budget.
 """
 
 from __future__ import annotations
@@ -18,28 +21,36 @@ from __future__ import annotations
 import time
 
 PROBE_START = 10  # steps before the timing starts
-PROBE_END = 50  # the step at which the step count is fixed; a budget always trains at least this many
+PROBE_END = 50  # the step at which the step count is first fixed; a budget always trains at least this many
+REFIT_EVERY = 250  # steps between later fits
 UNTIMED_STEPS = 10**9  # a segment's provisional step count until it is timed (the cosine is flat there)
 
 
 class StepBudget:
-    """Times the first steps of a segment of `seconds` and says how many steps fit."""
+    """Times the steps of a segment that has `seconds` in all, `spent` of them before this process
+    started on it at step `first_step`, and says how many steps it can train."""
 
-    def __init__(self, seconds: float, first_step: int) -> None:
-        self.seconds = seconds
-        self.first_step = first_step  # a resumed segment starts its probe where it resumed
+    def __init__(self, seconds: float, spent: float, first_step: int) -> None:
+        self.left = seconds - spent
+        self.spent_before = spent
+        self.first_step = first_step
         self.started = time.perf_counter()
-        self.timed_from: float | None = None
+        self.timed_from: tuple[int, float] | None = None  # (step, time) where the timing began
+
+    def spent(self) -> float:
+        """Seconds of the budget spent so far, this process's and those before it."""
+        return self.spent_before + time.perf_counter() - self.started
 
     def decide(self, step: int) -> tuple[int, float] | None:
-        """(steps of the segment, seconds a step) at the end of the probe, else None."""
+        """After each step (`step` done): (steps of the segment, mean seconds a step) at the end of the
+        probe and every REFIT_EVERY steps after it, else None."""
         done = step - self.first_step
         if done == PROBE_START:
-            self.timed_from = time.perf_counter()
+            self.timed_from = (step, time.perf_counter())
             return None
-        if done != PROBE_END or self.timed_from is None:
+        if self.timed_from is None or done < PROBE_END or (done - PROBE_END) % REFIT_EVERY:
             return None
         now = time.perf_counter()
-        per_step = (now - self.timed_from) / (PROBE_END - PROBE_START)
-        left = self.seconds - (now - self.started)
+        per_step = (now - self.timed_from[1]) / (step - self.timed_from[0])
+        left = self.left - (now - self.started)
         return step + max(0, int(left / per_step)), per_step

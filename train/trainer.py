@@ -59,7 +59,7 @@ from dlzero.cpu import cpu_flags, native_bf16
 from dlzero.errors import ConfigError, ModelFileError
 from dlzero.model import PolicyValueNet
 from dlzero.model.checkpoint import load_state
-from dlzero.train.budget import StepBudget
+from dlzero.train.budget import UNTIMED_STEPS, StepBudget
 from dlzero.train.buffer import Batch, BatchDecoder, PositionBuffer
 from dlzero.train.checkpoint import save_checkpoint, set_rng_state
 from dlzero.train.distributed import DistInfo, broadcast
@@ -183,9 +183,10 @@ class Segment:
     plan: dict | None = None  # the replay window (train.dataset.WindowPlan as a dict)
     parent: str | None = None  # the model whose self-play made the newest data
     done: bool = False
-    # a segment given in time (dlzero.train.budget): `steps` is provisional until the first steps are timed,
-    # then fixed for these seconds, and this is cleared (so a resumed segment keeps its schedule)
+    # a segment given in time (dlzero.train.budget): its seconds in all and those spent at the last
+    # checkpoint; `steps` is provisional until the first steps are timed, then fitted to the time left
     seconds: float | None = None
+    spent: float = 0.0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Segment:
@@ -342,7 +343,7 @@ class Trainer:
         bar = tqdm(total=seg.steps, initial=seg.step, desc=desc or f"train gen {seg.generation}",
                    file=sys.stderr, disable=not (progress and self.info.is_main), dynamic_ncols=True)
         summary: dict[str, float] = {}
-        budget = StepBudget(seg.seconds, seg.step) if seg.seconds is not None else None
+        budget = StepBudget(seg.seconds, seg.spent, seg.step) if seg.seconds is not None else None
         t0, s0 = time.perf_counter(), seg.step
         try:
             while seg.step < seg.steps:
@@ -353,8 +354,8 @@ class Trainer:
                 seg.cursor += cfg.batch_size
                 bar.update(1)
                 if budget is not None and (decision := budget.decide(seg.step)) is not None:
-                    self._fix_steps(seg, *broadcast(decision, self.info))
-                    budget, bar.total = None, seg.steps
+                    self._fit_steps(seg, *broadcast(decision, self.info))
+                    bar.total = seg.steps
                     bar.refresh()
                 last = seg.step == seg.steps
                 if seg.step % cfg.log_every == 0 or last:
@@ -364,16 +365,21 @@ class Trainer:
                                     acc=f"{summary['policy_acc']:.2f}")
                     t0, s0 = time.perf_counter(), seg.step
                 if checkpoint is not None and (seg.step % cfg.checkpoint_every == 0 or last):
+                    if budget is not None:
+                        seg.spent = budget.spent()
                     self.save(checkpoint, seg)
         finally:
             bar.close()
         return summary
 
-    def _fix_steps(self, seg: Segment, steps: int, per_step: float) -> None:
-        """End a timed segment's probe: from now on it is `steps` long (dlzero.train.budget)."""
-        log.info("%.1f minutes of training at %.0f ms a step (timed over the first steps): %d steps",
-                 (seg.seconds or 0.0) / 60, per_step * 1000, steps)
-        seg.steps, seg.seconds = steps, None
+    def _fit_steps(self, seg: Segment, steps: int, per_step: float) -> None:
+        """Fit a timed segment's length to the time it has left (dlzero.train.budget): logged the first
+        time, and again when a refit moves it by more than 2 %."""
+        first = seg.steps == UNTIMED_STEPS
+        if first or abs(steps - seg.steps) > 0.02 * seg.steps:
+            log.info("%.1f minutes of training at %.0f ms a step: %d steps%s", (seg.seconds or 0.0) / 60,
+                     per_step * 1000, steps, "" if first else f" (was {seg.steps}, at step {seg.step})")
+        seg.steps = steps
 
     def _log(self, seg: Segment, lr: float, samples_per_s: float,
              metrics: MetricsLog | None) -> dict[str, float]:
