@@ -32,7 +32,8 @@ instead of steps: it times its first steps and then fixes its length (dlzero.tra
 
 Determinism: with a fixed seed and dataset on the CPU, a run resumed from a checkpoint takes exactly
 the steps an uninterrupted run takes (the sampler is a function of seed and cursor; model, optimiser,
-scaler, EMA and counters are restored).
+scaler, EMA and counters are restored). A segment given in minutes is the exception by design: its
+length follows the clock.
 """
 
 from __future__ import annotations
