@@ -140,6 +140,11 @@ def main() -> int:
         except ValueError as exc:
             sys.exit(f"ladder.py: {exc}")
     pairs = [(hi, lo) for lo, hi in zip(rungs[:-1], rungs[1:], strict=True)] + [(b, a) for a, b in extra]
+    if not any(RANDOM in pair for pair in pairs):
+        # the fit pins random at 0: without it every game would be played and then nothing fitted
+        sys.exit(f"ladder.py: the ladder is fitted with '{RANDOM}' pinned at 0, so it must be a rung (the "
+                 "weakest) or in an --extra pairing; to play two engines alone, use `dlzero rate` or add "
+                 f"--rungs {RANDOM},...")
     rd = RunDir.open(args.work) if (args.work / "config.yaml").exists() else RunDir.create(args.work, cfg)
 
     load = [os.getloadavg()]

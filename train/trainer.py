@@ -216,6 +216,7 @@ class Trainer:
             self.net = DistributedDataParallel(self.train_net, device_ids=ids)
         self.optimizer = make_optimizer(self.train_net.parameters(), cfg)
         self.amp = amp_dtype(cfg.amp, device)
+        self._logged_steps: int | None = None  # a timed segment's step count as last logged (_fit_steps)
         if self.info.is_main:
             _announce(device.type, cfg.amp, str(self.amp or torch.float32).removeprefix("torch."),
                       "channels-last" if cfg.channels_last else "standard (NCHW)")
@@ -375,11 +376,18 @@ class Trainer:
 
     def _fit_steps(self, seg: Segment, steps: int, per_step: float) -> None:
         """Fit a timed segment's length to the time it has left (dlzero.train.budget): logged the first
-        time, and again when a refit moves it by more than 2 %."""
-        first = seg.steps == UNTIMED_STEPS
-        if first or abs(steps - seg.steps) > 0.02 * seg.steps:
-            log.info("%.1f minutes of training at %.0f ms a step: %d steps%s", (seg.seconds or 0.0) / 60,
-                     per_step * 1000, steps, "" if first else f" (was {seg.steps}, at step {seg.step})")
+        time, and again once the count has moved more than 2 % from the one last logged (each refit may
+        move it less: a slow drift of 5 % over many refits was otherwise never in the log)."""
+        if seg.steps == UNTIMED_STEPS:
+            log.info("%.1f minutes of training at %.0f ms a step: %d steps", (seg.seconds or 0.0) / 60,
+                     per_step * 1000, steps)
+            self._logged_steps = steps
+        else:
+            base = self._logged_steps or seg.steps  # a resumed segment: the count its checkpoint kept
+            if abs(steps - base) > 0.02 * base:
+                log.info("%.1f minutes of training at %.0f ms a step: %d steps (was %d, at step %d)",
+                         (seg.seconds or 0.0) / 60, per_step * 1000, steps, base, seg.step)
+                self._logged_steps = steps
         seg.steps = steps
 
     def _log(self, seg: Segment, lr: float, samples_per_s: float,
