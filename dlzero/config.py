@@ -278,6 +278,10 @@ class InferenceConfig:
     quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
 
 
+def _or_value_weight(v: Any) -> str | None:
+    return None if v == -1 or v >= 0 else "must be >= 0, or -1 (train.value_weight)"
+
+
 @dataclass
 class SearchConfig:
     """PUCT search constants (dlshogi's defaults) and search limits."""
@@ -367,6 +371,10 @@ class TrainConfig:
                           "reuse ratio): steps = new positions x reuse / batch_size; 0: steps_per_generation")
     min_steps: int = _field(10, _positive, "fewest steps of a generation when reuse > 0")
     value_weight: float = _field(1.0, _non_negative, "weight of the value loss (policy: 1)")
+    supervised_value_weight: float = _field(
+        -1.0, _or_value_weight,
+        "value_weight when training on teacher data or records (dlzero loop --init-from, dlzero train --hcpe): "
+        "half a million labelled positions are not a small self-play window; -1: train.value_weight")
     validation_set: str = _field("fairy-stockfish-n20k.hcpe3", None, "fixed held-out games every model is scored "
                                  "on: a file in configs/validation/ or a path; empty: none")
     validation_positions: int = _field(4096, _non_negative, "most positions scored per held-out set (0: no "

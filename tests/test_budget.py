@@ -133,3 +133,26 @@ def test_refits_that_drift_a_little_each_time_are_logged_once_they_add_up(caplog
     assert lines == ["10.0 minutes of training at 500 ms a step: 1000 steps",
                      "10.0 minutes of training at 500 ms a step: 970 steps (was 1000, at step 0)"]
     assert seg.steps == 960
+
+
+def test_supervised_value_weight_replaces_value_weight_for_teacher_data(tmp_path):
+    """tiny weighs the value loss 0.25 for self-play; on teacher data `supervised_value_weight` 1.0 must
+    train exactly what value_weight 1.0 trains, and not what 0.25 trains."""
+    import torch
+
+    from dlzero.model import load_model_file
+    from dlzero.train import train_supervised
+
+    path = tmp_path / "games.hcpe"
+    write_random_hcpe(path, 4, seed=9)
+
+    def weights(name: str, **train: object) -> dict:
+        cfg = tiny_config(holdout_fraction=0.2, **train)
+        res = train_supervised([path], cfg, tmp_path / f"{name}.pt", steps=4, progress=False)
+        return load_model_file(res.model_path)[0].state_dict()
+
+    override = weights("override", value_weight=0.25, supervised_value_weight=1.0)
+    one = weights("one", value_weight=1.0)
+    quarter = weights("quarter", value_weight=0.25)
+    assert all(torch.equal(override[k], one[k]) for k in one)
+    assert not all(torch.equal(override[k], quarter[k]) for k in quarter)

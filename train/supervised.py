@@ -18,6 +18,7 @@ the file is removed once OUT is written, so the next run with the same OUT start
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlzero.config import Config
+from dlzero.config import Config, TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3
 from dlzero.errors import ConfigError, DataError, ModelFileError
@@ -90,6 +91,15 @@ def start_model(init: str | Path | None, cfg: Config) -> PolicyValueNet:
     return new_model(cfg.model, seed=cfg.train.seed) if init is None else load_matching_model(init, cfg)[0]
 
 
+def supervised_train_config(train: TrainConfig) -> TrainConfig:
+    """The training settings for teacher data or records: `supervised_value_weight` replaces
+    `value_weight` when set (>= 0). A config tuned for self-play (tiny: 0.25, so that a small window's
+    results are not memorised) would otherwise underweight the value head on a large labelled set."""
+    if train.supervised_value_weight < 0:
+        return train
+    return dataclasses.replace(train, value_weight=train.supervised_value_weight)
+
+
 def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, steps: int | None = None,
                      metrics_dir: Path | None = None, progress: bool = True,
                      init: str | Path | None = None, minutes: float | None = None) -> SupervisedResult:
@@ -109,7 +119,7 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
                         f"{len(hold_buf)} held out)")
     ckpt = checkpoint_path(out)
     payload = load_checkpoint(ckpt, cfg.model) if ckpt.is_file() else None
-    trainer = Trainer(start_model(init, cfg), cfg.train, device, info)
+    trainer = Trainer(start_model(init, cfg), supervised_train_config(cfg.train), device, info)
     seed = segment_seed(cfg.train.seed, 0)
     if minutes is not None:
         seg = Segment(0, UNTIMED_STEPS, seed, seconds=minutes * 60.0)
