@@ -278,10 +278,6 @@ class InferenceConfig:
     quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
 
 
-def _or_value_weight(v: Any) -> str | None:
-    return None if v == -1 or v >= 0 else "must be >= 0, or -1 (train.value_weight)"
-
-
 @dataclass
 class SearchConfig:
     """PUCT search constants (dlshogi's defaults) and search limits."""
@@ -352,6 +348,10 @@ class SelfplayConfig:
     max_restarts: int = _field(3, _non_negative, "times a dead self-play worker is restarted for its unsaved games")
     nice: int = _field(0, _non_negative, "niceness added to worker processes (the async loop sets "
                        "loop.selfplay_nice here, so that training beside them gets its core)")
+
+
+def _or_value_weight(v: Any) -> str | None:
+    return None if v == -1 or v >= 0 else "must be >= 0, or -1 (train.value_weight)"
 
 
 @dataclass

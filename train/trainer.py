@@ -378,16 +378,12 @@ class Trainer:
         """Fit a timed segment's length to the time it has left (dlzero.train.budget): logged the first
         time, and again once the count has moved more than 2 % from the one last logged (each refit may
         move it less: a slow drift of 5 % over many refits was otherwise never in the log)."""
-        if seg.steps == UNTIMED_STEPS:
-            log.info("%.1f minutes of training at %.0f ms a step: %d steps", (seg.seconds or 0.0) / 60,
-                     per_step * 1000, steps)
+        # the count to compare with: none the first time; after a resume, the one the checkpoint kept
+        base = None if seg.steps == UNTIMED_STEPS else (self._logged_steps or seg.steps)
+        if base is None or abs(steps - base) > 0.02 * base:
+            log.info("%.1f minutes of training at %.0f ms a step: %d steps%s", (seg.seconds or 0.0) / 60,
+                     per_step * 1000, steps, "" if base is None else f" (was {base}, at step {seg.step})")
             self._logged_steps = steps
-        else:
-            base = self._logged_steps or seg.steps  # a resumed segment: the count its checkpoint kept
-            if abs(steps - base) > 0.02 * base:
-                log.info("%.1f minutes of training at %.0f ms a step: %d steps (was %d, at step %d)",
-                         (seg.seconds or 0.0) / 60, per_step * 1000, steps, base, seg.step)
-                self._logged_steps = steps
         seg.steps = steps
 
     def _log(self, seg: Segment, lr: float, samples_per_s: float,
