@@ -350,8 +350,19 @@ class SelfplayConfig:
                        "loop.selfplay_nice here, so that training beside them gets its core)")
 
 
-def _or_value_weight(v: Any) -> str | None:
-    return None if v == -1 or v >= 0 else "must be >= 0, or -1 (train.value_weight)"
+def _or_minus_one(check: Check, meaning: str) -> Check:
+    """`check`, with -1 (take the value of another key, `meaning`) allowed as well."""
+
+    def inner(v: Any) -> str | None:
+        problem = check(v)
+        return None if v == -1 or problem is None else f"{problem}, or -1 ({meaning})"
+
+    return inner
+
+
+def _or_selfplay(check: Check) -> Check:
+    """`check`, with -1 (take the matching `selfplay.*` key) allowed as well."""
+    return _or_minus_one(check, "self-play's value")
 
 
 @dataclass
@@ -372,7 +383,7 @@ class TrainConfig:
     min_steps: int = _field(10, _positive, "fewest steps of a generation when reuse > 0")
     value_weight: float = _field(1.0, _non_negative, "weight of the value loss (policy: 1)")
     supervised_value_weight: float = _field(
-        -1.0, _or_value_weight,
+        -1.0, _or_minus_one(_non_negative, "train.value_weight"),
         "value_weight when training on teacher data or records (dlzero loop --init-from, dlzero train --hcpe): "
         "half a million labelled positions are not a small self-play window; -1: train.value_weight")
     validation_set: str = _field("fairy-stockfish-n20k.hcpe3", None, "fixed held-out games every model is scored "
@@ -415,14 +426,6 @@ class TrainConfig:
                           "empty (the default): train on self-play's own targets")
 
 
-def _or_selfplay(check: Check) -> Check:
-    """`check`, with -1 (take the matching `selfplay.*` key) allowed as well."""
-
-    def inner(v: Any) -> str | None:
-        problem = check(v)
-        return None if v == -1 or problem is None else f"{problem}, or -1 (self-play's value)"
-
-    return inner
 
 
 @dataclass
