@@ -304,6 +304,9 @@ class SearchConfig:
                                      "declaration rule: 27 (CSA, 28/27 points), 24 (31 points) or none")
     leaf_mate_depth: int = _field(3, _odd_or_zero, "mate search at new leaves (plies)")
     root_mate_depth: int = _field(7, _odd_or_zero, "mate search at the root before searching (plies)")
+    mate_guard_nodes: int = _field(0, _non_negative, "after a search, df-pn checks the move to be played for a "
+                                   "mate it hands the opponent; a move that does is proven lost and the next is "
+                                   "tried, within this many df-pn nodes a move in all (0: off; dlzero.search.guard)")
     node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")
     hash_mb: int = _field(2048, _non_negative, "tree memory budget in MiB (USI_Hash; about 2-3 KB per node); "
                           "the search stops when reached; 0: none but node_limit")
@@ -342,6 +345,8 @@ class SelfplayConfig:
     no_resign_fraction: float = _field(0.1, _unit, "share of games that never resign (false-positive check)")
     resign_fp_target: float = _field(0.05, _unit, "target rate of wrong resignations")
     max_moves: int = _field(320, _positive, "ply at which a self-play game is a draw")
+    mate_guard: bool = _field(False, None, "self-play's searches run the mate guard too (search.mate_guard_nodes; "
+                              "a df-pn a move, beside searches of tens of playouts)")
     games_per_generation: int = _field(128, _positive, "games each generation adds (loop)")
     games_per_shard: int = _field(32, _positive, "games per hcpe3 shard file")
     ray: str = _field("", None, "Ray cluster for workers: '' (local processes), local, auto, or an address")

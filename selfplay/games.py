@@ -189,8 +189,11 @@ def opening_record(board: cshogi.Board) -> Hcpe3Game:
 
 
 def selfplay_search_config(cfg: Config) -> SearchConfig:
-    """The search settings self-play uses: the game's move cap must be the search's draw horizon."""
-    return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves))
+    """The search settings self-play uses: the game's move cap must be the search's draw horizon, and
+    the mate guard runs only if `selfplay.mate_guard` asks (a df-pn a move, against searches of tens
+    of playouts)."""
+    return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves),
+                               mate_guard_nodes=cfg.search.mate_guard_nodes if cfg.selfplay.mate_guard else 0)
 
 
 # a verdict's reason -> the hcpe3 flag stored with the result

@@ -121,6 +121,25 @@ def test_games_at_other_playouts_are_left_out(run):
     assert set(report.ratings.by_player()) == {"random", "alphabeta:100"}
 
 
+def test_games_at_other_search_settings_are_left_out_and_old_batches_still_count(run):
+    rd, cfg = run
+    rate(rd, cfg, [0], progress=False)
+    stored = [path for path, batch in load_batches(rd)[0] if "gen-0000" in batch.players]
+    assert stored and all(json.loads(p.read_text())["settings"]["search"]["leaf_mate_depth"] == 3 for p in stored)
+    cfg.search.leaf_mate_depth = 7  # another player now, as another playout count would be
+    report = fit_run(rd, cfg)
+    assert report.left_out == 4
+    assert rate(rd, cfg, [0], progress=False).played == 4  # the pairings are played again at the new settings
+    cfg.search.eval_streams = 3  # speed only: the same player
+    assert fit_run(rd, cfg).left_out == 4
+    # a batch stored before the search settings were recorded matches on its playouts, as it always did
+    for path in stored:
+        data = json.loads(path.read_text())
+        del data["settings"]["search"]
+        path.write_text(json.dumps(data))
+    assert fit_run(rd, cfg).left_out == 0
+
+
 def test_cli_json_and_table(run, capsys):
     rd, _ = run
     args = ["rate", "--run", str(rd.root), "--generations", "1", "--no-progress"] + \

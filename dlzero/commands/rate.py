@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     for line in report.problems:
         print(f"dlzero rate: warning: {line}", file=sys.stderr)
     if report.left_out:
-        print(f"dlzero rate: {report.left_out} stored games at other settings (playouts, engine go) left out",
-              file=sys.stderr)
+        print(f"dlzero rate: {report.left_out} stored games at other settings (playouts, search settings, "
+              "engine go) left out", file=sys.stderr)
     if report.ratings is None:
         print("dlzero rate: no games against 'random' yet: nothing to fit", file=sys.stderr)
         return 1

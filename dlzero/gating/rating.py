@@ -13,11 +13,12 @@ interrupted half-way loses at most the games in progress. Games come in colour-s
 gate's opening source, continuing through the openings where the pairing's earlier games stopped.
 
 Storage, `runs/NAME/rating/`: one JSON file per batch of games of one pairing (written atomically after
-every finished game), holding the players, the settings that define them (the models' playouts, the
-engines' `go`), and per game colours, result, reason, start position and moves. The fit reads every file;
-a file that cannot be read is reported by name and left out, the others still count. Games whose
-settings differ from the current ones (another playout count is another player) are left out and
-counted in the report.
+every finished game), holding the players, the settings that define them (the models' playouts and the
+search settings that choose their moves, the engines' `go`), and per game colours, result, reason,
+start position and moves. The fit reads every file; a file that cannot be read is reported by name and
+left out, the others still count. Games whose
+settings differ from the current ones (another playout count or mate depth is another player) are left
+out and counted in the report; batches from before the search settings were stored match on the rest.
 
 The fit (`dlzero.gating.elo_fit`) pins `random` at 0. `metrics/elo.csv` gets one row per rated player
 (`dlzero.runfiles.ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for
@@ -39,7 +40,7 @@ import sys
 import zlib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +126,31 @@ def load_batch_folder(folder: Path) -> tuple[list[tuple[Path, Batch]], list[str]
     return out, problems
 
 
+# search keys that change how fast a model plays, or only self-play, never the move a rating game gets
+_NOT_PLAY = frozenset({"pipeline", "eval_streams", "nn_cache_size", "hash_mb", "node_limit",
+                       "dirichlet_alpha", "dirichlet_epsilon"})
+
+
 def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, str]) -> dict[str, Any]:
-    """What defines the players of a pairing beyond their names (games at other settings do not mix)."""
+    """What defines the players of a pairing beyond their names (games at other settings do not mix):
+    a model's playouts and the search settings that choose its moves (mate depths, PUCT constants,
+    temperature, mate guard, ...), an engine's `go`."""
     settings: dict[str, Any] = {}
     for p in players:
         if model_generation(p) is not None:
             settings["playouts"] = cfg.rate.playouts
+            settings["search"] = {k: v for k, v in asdict(cfg.search).items() if k not in _NOT_PLAY}
         if p in engines:
             settings["engine_go"] = cfg.rate.engine_go
     return settings
+
+
+def same_settings(stored: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether a stored batch was played at the current settings. Batches stored before the search
+    settings were recorded have no "search" entry: they match on the rest, as they always did."""
+    if "search" not in stored:
+        current = {k: v for k, v in current.items() if k != "search"}
+    return stored == current
 
 
 def _pair_key(a: str, b: str) -> tuple[str, str]:
@@ -152,7 +169,7 @@ def fit_run(rd: RunDir, cfg: Config, engines: dict[str, str] | None = None) -> R
     batches, problems = load_batches(rd)
     games, left_out = [], 0
     for _, batch in batches:
-        if batch.settings == settings_for(batch.players, cfg, engines):
+        if same_settings(batch.settings, settings_for(batch.players, cfg, engines)):
             games.extend(_result(g) for g in batch.games)
         else:
             left_out += len(batch.games)
@@ -336,7 +353,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
     batches, _ = load_batches(rd)
     have: Counter[tuple[str, str]] = Counter()
     for _, batch in batches:
-        if batch.settings == settings_for(batch.players, cfg, engines):
+        if same_settings(batch.settings, settings_for(batch.players, cfg, engines)):
             have[_pair_key(*batch.players)] += len(batch.games)
     todo = [(a, b, have[_pair_key(a, b)]) for a, b in pairs if have[_pair_key(a, b)] < cfg.rate.games]
     total = sum(cfg.rate.games - k for _, _, k in todo)

@@ -28,6 +28,7 @@ import numpy as np
 from dlzero.config import SearchConfig
 from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
+from dlzero.search.guard import guard_root
 from dlzero.search.gumbel import GumbelParams, GumbelRoot
 from dlzero.search.node import NODE_BYTES, Node, expansion_bytes, order_bytes
 from dlzero.search.rules import leaf_proof
@@ -146,6 +147,8 @@ class SearchStats:
     batches: int = 0
     eval_seconds: float = 0.0
     total_seconds: float = 0.0
+    guarded: int = 0  # root moves the mate guard proved lost (`search.mate_guard_nodes`)
+    guard_seconds: float = 0.0
 
 
 # With the compiled rule (`select.COMPILED`) every node is scored, and the tree walked and backed up, in C;
@@ -255,6 +258,11 @@ class Search:
         start = time.perf_counter()
         with quick_gil_handoff() if streams else contextlib.nullcontext():
             self._loop(trees, per_tree, streams, buffers, should_stop, on_step)
+        if self.cfg.mate_guard_nodes:
+            t0 = time.perf_counter()
+            for tree in trees:
+                self.stats.guarded += guard_root(tree, self.cfg.mate_guard_nodes)
+            self.stats.guard_seconds += time.perf_counter() - t0
         self.stats.total_seconds += time.perf_counter() - start
 
     def _loop(self, trees: Sequence[Tree], per_tree: int, streams: int, buffers: list[np.ndarray],

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cshogi
 import numpy as np
 
-from dlzero.search.mcts import Tree
 from dlzero.search.node import Node
+
+if TYPE_CHECKING:  # the search itself reads its trees through this module (the mate guard)
+    from dlzero.search.mcts import Tree
 
 EVAL_COEF = 756.0
 MAX_CP = 30000
@@ -45,7 +48,7 @@ class MoveStat:
     proven: float | None  # 1.0 proven win for us, 0.0 proven loss, None unknown
 
 
-def _child_proof(node: Node, i: int) -> float | None:
+def child_proof(node: Node, i: int) -> float | None:
     child = node.children[i]
     if child is None or child.terminal is None:
         return None
@@ -62,14 +65,14 @@ def move_stats(tree: Tree) -> list[MoveStat]:
         n = root.n[i]
         q = root.w[i] / n if n > 0 else 0.0
         stats.append(MoveStat(int(move), cshogi.move_to_usi(int(move)), int(round(n)), float(q),
-                              float(root.prior[i]), _child_proof(root, i)))
+                              float(root.prior[i]), child_proof(root, i)))
     stats.sort(key=lambda s: (s.proven == 1.0, s.proven != 0.0, s.visits, s.winrate), reverse=True)
     return stats
 
 
 def best_index(node: Node) -> int:
     """Child to play: a proven win if any, else the most visited (ties by Q), avoiding proven losses."""
-    proofs = np.array([_child_proof(node, i) if node.children[i] is not None else -1.0
+    proofs = np.array([child_proof(node, i) if node.children[i] is not None else -1.0
                        for i in range(len(node.moves))], dtype=object)
     wins = [i for i, p in enumerate(proofs) if p == 1.0]
     if wins:
@@ -85,12 +88,13 @@ def best_index(node: Node) -> int:
 
 def chosen_index(tree: Tree) -> int:
     """The root move to play after a search: a proven win if any, else a Gumbel search's choice
-    (`GumbelRoot.choice`), else `best_index`."""
+    (`GumbelRoot.choice`) unless it is proven lost, else `best_index`."""
     root = tree.root
     i = best_index(root)
-    if tree.gumbel is None or _child_proof(root, i) == 1.0:
+    if tree.gumbel is None or child_proof(root, i) == 1.0:
         return i
-    return tree.gumbel.choice(root.n, root.w)
+    choice = tree.gumbel.choice(root.n, root.w)
+    return i if child_proof(root, choice) == 0.0 else choice
 
 
 def principal_variation(tree: Tree, max_len: int = 32) -> list[int]:
@@ -99,7 +103,7 @@ def principal_variation(tree: Tree, max_len: int = 32) -> list[int]:
     node = tree.root
     while node is not None and node.expanded and len(pv) < max_len and len(node.moves):
         i = chosen_index(tree) if node is tree.root else best_index(node)
-        if node.n[i] <= 0 and _child_proof(node, i) is None:
+        if node.n[i] <= 0 and child_proof(node, i) is None:
             break
         pv.append(int(node.moves[i]))
         node = node.children[i]
@@ -112,7 +116,7 @@ def root_winrate(tree: Tree) -> float:
     if not root.expanded or len(root.moves) == 0:
         return 0.0
     i = chosen_index(tree)
-    proof = _child_proof(root, i)
+    proof = child_proof(root, i)
     if proof is not None:
         return proof
     return float(root.w[i] / root.n[i]) if root.n[i] > 0 else root.q()

@@ -92,6 +92,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("ReuseTree", "check", "search.reuse_tree"),
     UsiOption("RootMateDepth", "spin", "search.root_mate_depth", 0, 31),
     UsiOption("LeafMateDepth", "spin", "search.leaf_mate_depth", 0, 15),
+    UsiOption("MateGuardNodes", "spin", "search.mate_guard_nodes", 0, 10_000_000),
     UsiOption("USI_Ponder", "check", None),
     UsiOption("USI_Hash", "spin", "search.hash_mb", 0, 1 << 20),
     UsiOption("Clear Hash", "button", None),

@@ -1,0 +1,80 @@
+"""The mate guard: before a searched move is played, df-pn checks that it hands the opponent no mate.
+
+Why: the leaf mate search (`leaf_mate_depth`, cshogi's `mate_move`) sees mates of a few plies, and
+a 400-playout search rarely reads deeper along the opponent's checks. In the rating games of the
+teacher-trained 5x64 student against GPS Shogi at depth 4, 14 of 17 losses contained a move after
+which the opponent had a mate that cshogi's df-pn found in 20k nodes while another move had none
+(docs/benchmarks/teacher.md, "The mate guard"). df-pn at every leaf would cost about 0.7 ms a leaf
+at only 1k nodes; at the root it is one search per move played (a few ms on average at 30k nodes,
+most positions having few checks), so it runs there, on the moves the search would play.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import cshogi
+
+from dlzero.search.node import NODE_BYTES, Node
+from dlzero.search.result import child_proof, chosen_index
+
+if TYPE_CHECKING:
+    from dlzero.search.mcts import Tree
+
+__all__ = ["DFPN_MAX_PLIES", "guard_root", "opponent_mate"]
+
+DFPN_MAX_PLIES = 31  # longest mate df-pn looks for (cshogi's DfPn depth)
+
+
+def opponent_mate(board: cshogi.Board, dfpn: cshogi.DfPn) -> tuple[int, int]:
+    """(plies of a mate the side to move has, 0 if df-pn found none; df-pn nodes spent).
+
+    A side to move in check is not searched: its escapes are not checks, which df-pn's attacker
+    must give, so a checking move always passes the guard.
+    """
+    if board.is_check():
+        return 0, 0
+    found = dfpn.search(board)
+    spent = max(dfpn.searched_node, 1)
+    return (max(len(dfpn.get_pv(board)), 1) if found else 0), spent
+
+
+def guard_root(tree: Tree, nodes: int) -> int:
+    """Mark as proven lost each move the search would play that lets the opponent mate, best
+    first, until one passes or `nodes` df-pn nodes are spent; return how many were marked.
+
+    A marked move's child becomes a proven win for the opponent (its mate length included), so
+    `chosen_index`, the move statistics, the principal variation and a resignation all see the
+    loss. One budget for all the moves checked bounds the guard's time (about 3 us a node on
+    one core: 30k nodes ~0.1 s), which a move made against the clock needs; most positions cost a
+    small part of it (few checks to try). When the budget runs out, the next move is played as the
+    search chose it. The root's board is used and left as it was.
+    """
+    root = tree.root
+    if nodes <= 0 or not root.expanded or len(root.moves) < 2:
+        return 0
+    dfpn = cshogi.DfPn(DFPN_MAX_PLIES, nodes)
+    board = tree.board
+    marked = 0
+    left = nodes
+    while left > 0:
+        i = chosen_index(tree)
+        if child_proof(root, i) is not None:  # a proven win, or every move already proven lost
+            break
+        dfpn.set_max_search_node(left)
+        board.push(int(root.moves[i]))
+        try:
+            plies, spent = opponent_mate(board, dfpn)
+        finally:
+            board.pop()
+        left -= spent
+        if not plies:
+            break
+        child = root.children[i]
+        if child is None:
+            child = root.children[i] = Node()
+            tree.nodes += 1
+            tree.memory += NODE_BYTES
+        child.terminal, child.mate_plies = 1.0, plies
+        marked += 1
+    return marked
