@@ -35,6 +35,7 @@ from dlzero.errors import DlzeroError
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import best_index, winrate_to_cp
+from dlzero.search.guard import DFPN_MAX_PLIES
 from dlzero.usi.options import (
     BY_NAME,
     IGNORED,
@@ -52,7 +53,6 @@ _GO_INT_ARGS = {"btime", "wtime", "byoyomi", "binc", "winc", "movetime", "nodes"
 # Words that end a `searchmoves` list (UCI: the moves run to the next keyword or the line's end).
 _GO_KEYWORDS = _GO_INT_ARGS | {"infinite", "ponder", "mate", "searchmoves", "depth"}
 _USI_MOVE = re.compile(r"([1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i])")
-MATE_MAX_DEPTH = 31
 MATE_NODES_PER_MS = 500
 MATE_NODES_INFINITE = 5_000_000
 
@@ -350,7 +350,7 @@ class UsiEngine:
         limit becomes a node limit (MATE_NODES_PER_MS: measured about 1M nodes/s on one core,
         halved for safety).
         """
-        dfpn = cshogi.DfPn(MATE_MAX_DEPTH, max(nodes, 1000))
+        dfpn = cshogi.DfPn(DFPN_MAX_PLIES, max(nodes, 1000))
         if not board.is_check() and dfpn.search(board):
             self.send("checkmate " + " ".join(cshogi.move_to_usi(m) for m in dfpn.get_pv(board)))
         else:
