@@ -63,9 +63,9 @@ from dlzero.play import Game, SearchPlayer, play_lockstep, play_rules
 from dlzero.play.openings import load_openings
 from dlzero.position import parse_position
 from dlzero.search.gumbel import pseudo_visits
-from dlzero.search.mcts import Tree
 from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
 from dlzero.search.target import pruned_visits
+from dlzero.search.tree import Tree
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 

@@ -22,13 +22,12 @@ class FakeClock:
         return self.now
 
 
-def test_budget_fits_the_steps_to_the_seconds_left(monkeypatch):
+def test_budget_fits_the_steps_to_the_seconds_left():
     """Steps of 0.125 s, except slow warm-up steps (0.25 s) before the timing starts: 100 s of training
     with 50 steps done in 7.5 s leaves 92.5 s, 740 steps more at the timed 0.125 s (not the warm-up's
     speed); the refits at a steady speed keep that count, and the last step ends the budget."""
     clock = FakeClock()
-    monkeypatch.setattr(budget.time, "perf_counter", clock)
-    b = StepBudget(100.0, 0.0, first_step=0)
+    b = StepBudget(100.0, 0.0, first_step=0, clock=clock)
     decided = []
     for step in range(1, 791):
         clock.now += 0.25 if step <= PROBE_START else 0.125
@@ -36,20 +35,19 @@ def test_budget_fits_the_steps_to_the_seconds_left(monkeypatch):
             decided.append((step, d[0]))
     assert decided == [(PROBE_END, 790), (PROBE_END + REFIT_EVERY, 790), (PROBE_END + 2 * REFIT_EVERY, 790)]
     assert b.spent() == pytest.approx(100.0)
-    late = StepBudget(1.0, 0.0, first_step=0)
+    late = StepBudget(1.0, 0.0, first_step=0, clock=clock)
     for step in range(1, PROBE_END + 1):
         clock.now += 0.125
         d = late.decide(step)
     assert d == (PROBE_END, pytest.approx(0.125))  # the time is up in the probe: never fewer steps than done
 
 
-def test_steps_that_slow_down_are_refitted_and_a_resumed_budget_has_only_the_time_left(monkeypatch):
+def test_steps_that_slow_down_are_refitted_and_a_resumed_budget_has_only_the_time_left():
     """The probe says 0.1 s a step; the steps after it take 0.2 s, so the refit cuts the count: the run
     then ends within a refit's steps of its time, not at the probe's count. A resumed budget (30 s of 100
     spent) fits its steps to the 70 s left."""
     clock = FakeClock()
-    monkeypatch.setattr(budget.time, "perf_counter", clock)
-    b = StepBudget(100.0, 0.0, first_step=0)
+    b = StepBudget(100.0, 0.0, first_step=0, clock=clock)
     steps, step = None, 0
     while steps is None or step < steps:
         step += 1
@@ -59,7 +57,7 @@ def test_steps_that_slow_down_are_refitted_and_a_resumed_budget_has_only_the_tim
             if step == PROBE_END:
                 assert steps == PROBE_END + int((100.0 - 5.0) / 0.1 + 1e-9)  # the probe's count: 1000
     assert steps < 1000 and abs(b.spent() - 100.0) < 0.2 * REFIT_EVERY * 0.1
-    resumed = StepBudget(100.0, 30.0, first_step=400)
+    resumed = StepBudget(100.0, 30.0, first_step=400, clock=clock)
     for step in range(401, 401 + PROBE_END):
         clock.now += 0.5
         d = resumed.decide(step)
@@ -67,11 +65,27 @@ def test_steps_that_slow_down_are_refitted_and_a_resumed_budget_has_only_the_tim
     assert resumed.spent() == pytest.approx(30.0 + PROBE_END * 0.5)
 
 
-def test_a_timed_segment_ends_its_cosine_on_time_and_its_checkpoint_keeps_the_steps(tmp_path):
-    """A real fit: the segment times its first steps, fixes its length, the cosine reaches ~0 at the
-    end (the last logged LR), and the checkpoint stores the steps, the budget and the time spent."""
+class SteppedBudget(StepBudget):
+    """A StepBudget whose clock moves 0.01 s a step, so the machine's load cannot move the fit."""
+
+    def __init__(self, seconds: float, spent: float, first_step: int) -> None:
+        self.now = 0.0
+        super().__init__(seconds, spent, first_step, clock=lambda: self.now)
+
+    def decide(self, step: int) -> tuple[int, float] | None:
+        self.now += 0.01
+        return super().decide(step)
+
+
+def test_a_timed_segment_ends_its_cosine_on_time_and_its_checkpoint_keeps_the_steps(tmp_path, monkeypatch):
+    """A real fit (its clock 0.01 s a step): the segment times its first steps, fixes its length (3 s:
+    300 steps), the cosine reaches ~0 at the end (the last logged LR), and the checkpoint stores the
+    steps, the budget and the time spent."""
     from dlzero.model import new_model
+    from dlzero.train import trainer as trainer_module
     from dlzero.train.supervised import load_supervised
+
+    monkeypatch.setattr(trainer_module, "StepBudget", SteppedBudget)
 
     path = tmp_path / "games.hcpe"
     write_random_hcpe(path, 4, seed=7)
@@ -86,7 +100,7 @@ def test_a_timed_segment_ends_its_cosine_on_time_and_its_checkpoint_keeps_the_st
         trainer.fit(buf, seg, tmp_path / "ckpt.pt", metrics, progress=False)
     finally:
         metrics.close()
-    assert PROBE_END <= seg.steps < budget.UNTIMED_STEPS and seg.step == seg.steps
+    assert seg.step == seg.steps and abs(seg.steps - 300) <= 1  # 3 s at 0.01 s a step (float rounding)
     rows = list(csv.DictReader((tmp_path / "m" / "metrics.csv").open()))
     assert int(rows[-1]["step"]) == seg.steps
     assert float(rows[-1]["lr"]) < 0.01 * cfg.train.lr  # the schedule was fitted to the steps it ran

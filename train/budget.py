@@ -19,6 +19,7 @@ step; rank 0's are broadcast. Loading data and the held-out evaluation are not i
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 PROBE_START = 10  # steps before the timing starts
 PROBE_END = 50  # the step at which the step count is first fixed; a budget always trains at least this many
@@ -30,27 +31,29 @@ class StepBudget:
     """Times the steps of a segment that has `seconds` in all, `spent` of them before this process
     started on it at step `first_step`, and says how many steps it can train."""
 
-    def __init__(self, seconds: float, spent: float, first_step: int) -> None:
+    def __init__(self, seconds: float, spent: float, first_step: int,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock  # seconds; tests give a clock of their own
         self.left = seconds - spent
         self.spent_before = spent
         self.first_step = first_step
-        self.started = time.perf_counter()
+        self.started = clock()
         self.timed_from: tuple[int, float] | None = None  # (step, time) where the timing began
 
     def spent(self) -> float:
         """Seconds of the budget spent so far, this process's and those before it."""
-        return self.spent_before + time.perf_counter() - self.started
+        return self.spent_before + self.clock() - self.started
 
     def decide(self, step: int) -> tuple[int, float] | None:
         """After each step (`step` done): (steps of the segment, mean seconds a step) at the end of the
         probe and every REFIT_EVERY steps after it, else None."""
         done = step - self.first_step
         if done == PROBE_START:
-            self.timed_from = (step, time.perf_counter())
+            self.timed_from = (step, self.clock())
             return None
         if self.timed_from is None or done < PROBE_END or (done - PROBE_END) % REFIT_EVERY:
             return None
-        now = time.perf_counter()
+        now = self.clock()
         per_step = (now - self.timed_from[1]) / (step - self.timed_from[0])
         left = self.left - (now - self.started)
         return step + max(0, int(left / per_step)), per_step

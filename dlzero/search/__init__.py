@@ -1,6 +1,6 @@
 """PUCT search over many trees with batched leaf evaluation, and readers of the result."""
 
-from dlzero.search.mcts import Search, SearchStats, Tree, softmax_priors, split_leaves
+from dlzero.search.mcts import Search, SearchStats, softmax_priors, split_leaves
 from dlzero.search.node import Node
 from dlzero.search.result import (
     MoveStat,
@@ -14,6 +14,7 @@ from dlzero.search.result import (
     winrate_to_cp,
 )
 from dlzero.search.rules import find_mate, leaf_result
+from dlzero.search.tree import Tree
 
 __all__ = [
     "MoveStat", "Node", "Search", "SearchStats", "Tree", "best_index", "chosen_index", "cp_to_winrate", "find_mate",

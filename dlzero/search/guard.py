@@ -13,15 +13,11 @@ docs/benchmarks/teacher.md, "The mate guard"), so it is off by default: a cheap 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import cshogi
 
 from dlzero.search.node import NODE_BYTES, Node
 from dlzero.search.result import child_proof, chosen_index
-
-if TYPE_CHECKING:
-    from dlzero.search.mcts import Tree
+from dlzero.search.tree import Tree
 
 __all__ = ["DFPN_MAX_PLIES", "guard_root", "opponent_mate"]
 

@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cshogi
 import numpy as np
@@ -33,6 +33,7 @@ from dlzero.search.gumbel import GumbelParams, GumbelRoot
 from dlzero.search.node import NODE_BYTES, Node, expansion_bytes, order_bytes
 from dlzero.search.rules import leaf_proof
 from dlzero.search.select import COMPILED, PuctParams, prior_order, puct_select, puct_select_prefix
+from dlzero.search.tree import Tree
 
 try:  # the descent, backup and priors compiled with the rule (dlzero/search/_puct.c); absent where the rule is
     from dlzero.search._puct import backup as _compiled_backup
@@ -70,50 +71,6 @@ def quick_gil_handoff() -> Iterator[None]:
             _switch_users -= 1
             if _switch_users == 0:
                 sys.setswitchinterval(_switch_saved)
-
-
-@dataclass
-class Tree:
-    """One search: a root position (with its game history) and the tree grown below it.
-
-    `board` is owned by the tree: the search pushes and pops moves on it, and leaves it at the
-    root position between steps.
-    """
-
-    board: cshogi.Board
-    root: Node = field(default_factory=Node)
-    noise: bool = False          # add Dirichlet noise to the root priors (self-play)
-    playouts: int = 0            # playouts completed in the current `run`
-    target: int = 0              # playouts wanted in the current `run`
-    collisions: int = 0
-    inflight: int = 0            # leaves of this tree in a batch being evaluated
-    nodes: int = 1
-    memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
-    noised: bool = False
-    gumbel: GumbelRoot | None = None  # the current search's Gumbel root (search.algorithm: gumbel)
-    clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)
-    # (board, depth below the root, legal moves) -> mask of the moves the search may try, or None for all
-    move_filter: Callable[[cshogi.Board, int, np.ndarray], np.ndarray | None] | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.playouts >= self.target
-
-    def advance(self, move: int, reuse: bool = True) -> None:
-        """Play `move` at the root; with `reuse`, the subtree below it becomes the new tree.
-
-        The new root forgets any proven result it had as a leaf (a leaf proof, such as a mate
-        found there, is re-derived by the root checks) and gets fresh root noise if asked.
-        """
-        i = self.root.child_index(move)
-        child = self.root.children[i] if reuse and i >= 0 else None
-        self.board.push(move)
-        self.root = child if child is not None and child.expanded else Node()
-        self.root.terminal = self.root.mate_plies = None
-        self.noised = False
-        self.gumbel = None
-        self.clean_prior = None
-        self.nodes, self.memory = self.root.size()
 
 
 @dataclass(slots=True)

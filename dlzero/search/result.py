@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import cshogi
 import numpy as np
 
 from dlzero.search.node import Node
-
-if TYPE_CHECKING:  # the search itself reads its trees through this module (the mate guard)
-    from dlzero.search.mcts import Tree
+from dlzero.search.tree import Tree
 
 EVAL_COEF = 756.0
 MAX_CP = 30000
