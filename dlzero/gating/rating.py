@@ -16,9 +16,9 @@ Storage, `runs/NAME/rating/`: one JSON file per batch of games of one pairing (w
 every finished game), holding the players, the settings that define them (the models' playouts and the
 search settings that choose their moves, the engines' `go`), and per game colours, result, reason,
 start position and moves. The fit reads every file; a file that cannot be read is reported by name and
-left out, the others still count. Games whose
-settings differ from the current ones (another playout count or mate depth is another player) are left
-out and counted in the report; batches from before the search settings were stored match on the rest.
+left out, the others still count. Games whose settings differ from the current ones (another playout
+count or mate depth is another player) are left out and counted in the report; batches from before the
+search settings were stored match on the rest.
 
 The fit (`dlzero.gating.elo_fit`) pins `random` at 0. `metrics/elo.csv` gets one row per rated player
 (`dlzero.runfiles.ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for

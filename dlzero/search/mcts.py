@@ -8,7 +8,9 @@ both give the network batches of 64; self-play uses the second, the USI engine t
 Selection is dlshogi's PUCT, a pure function over a node's arrays in `dlzero.search.select`;
 with `search.algorithm: gumbel` the root instead follows Gumbel AlphaZero's Sequential Halving
 (`dlzero.search.gumbel`, one `GumbelRoot` per tree and search) and PUCT runs below it.
-Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2.
+Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2. The trees are
+`dlzero.search.tree.Tree`s; after their playouts the mate guard (`search.mate_guard_nodes`,
+`dlzero.search.guard`) may prove root moves lost before one is played.
 """
 
 from __future__ import annotations
@@ -105,7 +107,6 @@ class SearchStats:
     eval_seconds: float = 0.0
     total_seconds: float = 0.0
     guarded: int = 0  # root moves the mate guard proved lost (`search.mate_guard_nodes`)
-    guard_seconds: float = 0.0
 
 
 # With the compiled rule (`select.COMPILED`) every node is scored, and the tree walked and backed up, in C;
@@ -216,10 +217,8 @@ class Search:
         with quick_gil_handoff() if streams else contextlib.nullcontext():
             self._loop(trees, per_tree, streams, buffers, should_stop, on_step)
         if self.cfg.mate_guard_nodes:
-            t0 = time.perf_counter()
             for tree in trees:
                 self.stats.guarded += guard_root(tree, self.cfg.mate_guard_nodes)
-            self.stats.guard_seconds += time.perf_counter() - t0
         self.stats.total_seconds += time.perf_counter() - start
 
     def _loop(self, trees: Sequence[Tree], per_tree: int, streams: int, buffers: list[np.ndarray],
