@@ -83,6 +83,22 @@ def _odd_or_zero(v: Any) -> str | None:
     return None if v == 0 or (v > 0 and v % 2 == 1) else "must be 0 (off) or an odd number of plies"
 
 
+# The deepest mate searches the engine can run and still answer `stop` and `isready` within a second.
+# cshogi's mate_move holds the GIL and cannot be stopped: up to 7 plies it took at most 60 ms (rook,
+# bishop and more in hand against a bare king), 9 plies up to 0.3 s, 11 plies 4 s; a leaf search runs
+# at every new node. The root search goes on beyond 7 plies with df-pn in a helper process the engine
+# kills when it must answer (dlzero.search.mate), to cshogi DfPn's depth of 31 plies.
+MATE_MOVE_MAX_PLIES = 7
+ROOT_MATE_MAX_PLIES = 31
+
+
+def _mate_plies(most: int) -> Check:
+    def check(v: Any) -> str | None:
+        return _odd_or_zero(v) or (None if v <= most else f"must be at most {most} plies")
+
+    return check
+
+
 def _block_indices(v: Any) -> str | None:
     ok = all((isinstance(i, int) and not isinstance(i, bool) and i >= 0) or (isinstance(i, str) and i.isdigit())
              for i in v)
@@ -222,6 +238,10 @@ def _even(v: Any) -> str | None:
     return None if v > 0 and v % 2 == 0 else "must be an even number > 0 (games come in colour-swapped pairs)"
 
 
+# The largest network dlzero builds: 2 GiB of fp32 weights (dlshogi-class networks have tens of millions).
+MAX_MODEL_PARAMETERS = 500_000_000
+
+
 @dataclass
 class ModelConfig:
     """ResNet shape: stem, `blocks` residual blocks of `channels`, policy and value heads."""
@@ -238,6 +258,26 @@ class ModelConfig:
         if self.global_pool_blocks and self.global_pool_blocks[-1] >= self.blocks:
             raise ConfigError(f"config key 'model.global_pool_blocks' names block {self.global_pool_blocks[-1]}, "
                               f"but the tower has blocks 0..{self.blocks - 1}")
+        size = self.parameters()
+        if size > MAX_MODEL_PARAMETERS:  # refused before anything is allocated (blocks=100000 took 22 GB, then died)
+            raise ConfigError(f"model.blocks={self.blocks}, model.channels={self.channels}, "
+                              f"model.value_fc={self.value_fc} make a network of {size:,} parameters "
+                              f"({size * 4 / 2**30:,.1f} GiB of fp32 weights, about 4 times that to train); "
+                              f"dlzero builds at most {MAX_MODEL_PARAMETERS:,}: use fewer blocks or channels")
+
+    def parameters(self) -> int:
+        """The parameter count of the network this config builds (dlzero.model.resnet; a test checks the two
+        agree), computed from the shape alone so that a size check needs no allocation."""
+        c, planes, labels = self.channels, 100, 2187  # dlzero.encoding's NUM_PLANES and NUM_LABELS
+        bn = 2 * c  # a batch norm's weight and bias (its running statistics are buffers)
+        pooled = max(1, c // 4)  # dlzero.model.blocks.pooled_channels
+        plain_block = 2 * (9 * c * c + bn)
+        pool_block = 9 * c * c + bn + (2 * pooled + 1) * (c - pooled) + 9 * (c - pooled) * c + bn
+        n_pool = len(self.global_pool_blocks)
+        tower = (self.blocks - n_pool) * plain_block + n_pool * pool_block
+        policy = c * c + bn + c * (labels // 81) + labels
+        value = (c + 2) * self.value_channels + (81 * self.value_channels + 1) * self.value_fc + self.value_fc + 1
+        return 9 * planes * c + bn + tower + policy + value
 
 
 @dataclass
@@ -302,8 +342,11 @@ class SearchConfig:
     max_moves: int = _field(512, _positive, "ply at which a game is a draw")
     entering_king_rule: str = _field("27", _one_of(*DECLARATION_RULES),
                                      "declaration rule: 27 (CSA, 28/27 points), 24 (31 points) or none")
-    leaf_mate_depth: int = _field(3, _odd_or_zero, "mate search at new leaves (plies)")
-    root_mate_depth: int = _field(7, _odd_or_zero, "mate search at the root before searching (plies)")
+    leaf_mate_depth: int = _field(3, _mate_plies(MATE_MOVE_MAX_PLIES), "mate search at new leaves (odd plies, "
+                                  "at most 7: cshogi's mate_move, which nothing interrupts)")
+    root_mate_depth: int = _field(7, _mate_plies(ROOT_MATE_MAX_PLIES), "mate search at the root before "
+                                  "searching (odd plies, at most 31; beyond 7 df-pn in a helper process, for at "
+                                  "most 30 % of the move's time, 1 s without a clock: dlzero.search.mate)")
     mate_guard_nodes: int = _field(0, _non_negative, "after a search, df-pn checks the move to be played for a "
                                    "mate it hands the opponent; a move that does is proven lost and the next is "
                                    "tried, within this many df-pn nodes a move in all (0: off; dlzero.search.guard)")
@@ -341,6 +384,9 @@ class SelfplayConfig:
     temperature: float = _field(1.0, _positive, "sampling temperature over visits during random plies")
     noise: bool = _field(True, None, "explore on full searches: Dirichlet noise (puct) or the Gumbel sample (gumbel)")
     openings: str = _field("", None, "file of 'startpos moves ...' lines; empty: start position")
+    allow_rating_openings: bool = _field(False, None, "let `openings` hold start positions of the rating suite "
+                                         "(configs/openings/rating.txt; refused by default: ratings would be "
+                                         "played from positions the model trained on)")
     resign_threshold: float = _field(0.03, _unit, "resign when the best move's win rate is below this")
     no_resign_fraction: float = _field(0.1, _unit, "share of games that never resign (false-positive check)")
     resign_fp_target: float = _field(0.05, _unit, "target rate of wrong resignations")
@@ -351,6 +397,9 @@ class SelfplayConfig:
     games_per_shard: int = _field(32, _positive, "games per hcpe3 shard file")
     ray: str = _field("", None, "Ray cluster for workers: '' (local processes), local, auto, or an address")
     max_restarts: int = _field(3, _non_negative, "times a dead self-play worker is restarted for its unsaved games")
+    first_model_wait_s: float = _field(600.0, _non_negative, "seconds `dlzero selfplay` on a new run waits while "
+                                       "another command writes its generation 0 (several machines started on one "
+                                       "run), before it stops naming that command")
     nice: int = _field(0, _non_negative, "niceness added to worker processes (the async loop sets "
                        "loop.selfplay_nice here, so that training beside them gets its core)")
 
@@ -379,7 +428,12 @@ class TrainConfig:
     lr: float = _field(0.02, _positive)
     momentum: float = _field(0.9, _unit)
     weight_decay: float = _field(1e-4, _non_negative)
-    lr_schedule: str = _field("constant", _one_of("constant", "cosine"))
+    lr_schedule: str = _field("constant", _one_of("constant", "cosine"), "LR schedule of each self-play "
+                              "generation: constant, or cosine from lr towards 0 over the generation")
+    supervised_lr_schedule: str = _field("cosine", _one_of("constant", "cosine"),
+                                         "LR schedule of training on teacher data or records (dlzero loop "
+                                         "--init-from, dlzero train --hcpe), over the whole run; the loop's "
+                                         "generations use train.lr_schedule")
     warmup_steps: int = _field(0, _non_negative)
     steps_per_generation: int = _field(400, _positive, "steps of a generation: the cap when reuse > 0, the "
                                        "fixed count when reuse is 0")
@@ -412,7 +466,15 @@ class TrainConfig:
     ema_decay: float = _field(0.999, _unit)
     checkpoint_every: int = _field(200, _positive, "steps between checkpoints")
     log_every: int = _field(50, _positive, "steps between metric rows")
-    holdout_fraction: float = _field(0.05, _unit, "held-out share (supervised mode)")
+    holdout_fraction: float = _field(0.05, _unit, "supervised mode: share of the games held out to score the "
+                                     "model on (whole games of hcpe3 files, runs of consecutive records of hcpe "
+                                     "files; train/holdout.py); unused when train.val_files names a held-out set")
+    val_files: list = _field([], _data_files, "supervised mode: hcpe3/hcpe files to score the model on instead "
+                             "of holding games out of the training files (`dlzero train --val FILE`)")
+    value_of_capped_games: str = _field("drop", _one_of("drop", "draw"),
+                                        "positions of games that hit the move cap: drop (no value target; their "
+                                        "policy targets stay, as dlshogi leaves such games out) or draw (a value "
+                                        "target of 1/2)")
     seed: int = _field(0, _non_negative)
     device: str = _field("auto", None, "training device: auto, cpu, cuda or cuda:N (torchrun: one GPU per rank)")
     aux_reply_weight: float = _field(0.0, _non_negative, "loss weight of KataGo's auxiliary head predicting the "
@@ -446,11 +508,15 @@ class TeachConfig:
                           "folders); empty: the teacher plays itself")
     openings: str = _field("", None, "suite of the teacher's own games; empty: configs/openings/gate.txt; "
                            "startpos: the start position")
+    allow_rating_openings: bool = _field(False, None, "let `openings` hold start positions of the rating suite "
+                                         "(configs/openings/rating.txt; refused by default: ratings would be "
+                                         "played from positions the student learnt)")
     sample_plies: int = _field(-1, _or_selfplay(_non_negative), "teacher moves per game drawn from its policy "
                                "(-1: selfplay.random_plies)")
     max_moves: int = _field(-1, _or_selfplay(_positive), "move number at which a teacher game is a draw "
                             "(-1: selfplay.max_moves)")
-    part_games: int = _field(32, _positive, "games per part, the unit of resumption")
+    part_games: int = _field(32, _positive, "games per part, the unit of resumption (the teacher's own games: "
+                             "fewer while few positions are still wanted)")
     seed: int = _field(1, _non_negative, "seed of openings, sampled moves and source order")
 
 
@@ -494,6 +560,8 @@ class RateConfig:
     engines: list = _field([], None, "outside USI engines as NAME=COMMAND; they join the anchor pool")
     engine_go: str = _field("byoyomi 1000", None, "what follows 'go' for outside engines (e.g. nodes 800)")
     engine_timeout_s: float = _field(120.0, _positive, "an outside engine silent this long is an error")
+    openings: str = _field("", None, "opening suite of rating games and `dlzero match`; empty: the shipped "
+                           "configs/openings/rating.txt, which no teacher or self-play game starts from")
     games: int = _field(20, _even, "games per pairing; `dlzero rate` tops every pairing up to this many")
     playouts: int = _field(64, _positive, "playouts per move of the run's models (a different count is "
                            "a different player: games at other counts are left out of the fit)")
@@ -723,8 +791,10 @@ def read_yaml(path: str | Path) -> dict:
         raise ConfigError(f"config file '{p}' does not exist")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file '{p}' is not valid YAML: {_one_line(exc)}") from None
+    except RecursionError:  # a damaged or hostile file: a config nests two levels
+        raise ConfigError(f"config file '{p}' is nested too deeply to be a config") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

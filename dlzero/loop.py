@@ -44,9 +44,10 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlzero.config import Config, gate_interval
+from dlzero.errors import RunDirError
 from dlzero.progress.timeline import Timeline
 from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import LOOP_STATE
@@ -71,11 +72,33 @@ class LoopState:
 
     @classmethod
     def load(cls, rd: RunDir) -> LoopState:
+        """The saved state (a fresh one without loop.json); a RunDirError that names a damaged file's field."""
         data = rd.read_json(LOOP_STATE, {}) or {}
+        problem = state_problem(data)
+        if problem:
+            raise RunDirError(f"{rd.loop_state_path}: {problem}; fix it, or delete the file (the loop then begins "
+                              "its next iteration with self-play, keeping every file already written)")
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def save(self, rd: RunDir) -> None:
         rd.write_json(LOOP_STATE, vars(self))
+
+
+def state_problem(data: Any) -> str:
+    """What is wrong with the content of a loop.json, or "" (`dlzero doctor` reports the same)."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+
+    def count(key: str) -> bool:
+        return type(data.get(key, 0)) is int and data.get(key, 0) >= 0
+
+    checks = [(count("iteration"), f"iteration {data.get('iteration')!r} is not a count"),
+              (data.get("phase", "selfplay") in PHASES,
+               f"phase {data.get('phase')!r} is not one of {', '.join(PHASES)}"),
+              (count("games_done"), f"games_done {data.get('games_done')!r} is not a count"),
+              (data.get("candidate") is None or count("candidate"),
+               f"candidate {data.get('candidate')!r} is not a generation")]
+    return next((problem for ok, problem in checks if not ok), "")
 
 
 def gate_due(mode: str, generation: int) -> bool:
@@ -167,8 +190,9 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
                 rated = rate(rd, cfg, [state.candidate], progress=progress).ratings
             mine = rated.by_player().get(generation_name(state.candidate)) if rated else None
             if mine is not None:
-                print(f"[iteration {state.iteration}] gen {state.candidate} anchored Elo {mine.elo:+.0f} "
-                      f"[{mine.elo_low:+.0f}, {mine.elo_high:+.0f}] over {mine.games} games", flush=True)
+                print(f"[iteration {state.iteration}] gen {state.candidate} {rated.label(mine.reference)} "
+                      f"{mine.elo:+.0f} [{mine.elo_low:+.0f}, {mine.elo_high:+.0f}] over {mine.games} games",
+                      flush=True)
         plot_progress(rd)
         state = LoopState(iteration=state.iteration + 1)
         state.save(rd)

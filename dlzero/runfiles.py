@@ -8,6 +8,8 @@ name itself. Nothing here touches the disk, so any layer may import it.
 
 from __future__ import annotations
 
+import math
+
 # -- the run's root
 RUN_INFO = "run.json"  # format version, created, dlzero version
 CONFIG_YAML = "config.yaml"  # the run's one config (see dlzero.commands.common.run_from_args)
@@ -47,7 +49,26 @@ TRAIN_COLUMNS = ("step", "generation", "samples", "policy_loss", "value_loss", "
                  "samples_per_s", "reply_loss")
 RATINGS_COLUMNS = ("generation", "opponent", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
                    "elo_high", "llr", "decision", "promoted", "timestamp")
-ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds")
+# elo.csv: `elo` is relative to the player `relative_to` (random where connected to it) with `prior_draws`
+# virtual draws per pairing, and empty for a player of no informative pairing; wins, draws and losses count
+# all its games, as `games` does. Files written before the last five columns existed read as random = 0
+# with the prior not recorded, so readers require only ELO_REQUIRED.
+ELO_COLUMNS = ("player", "generation", "elo", "elo_low", "elo_high", "games", "anchor", "wall_seconds",
+               "relative_to", "prior_draws", "wins", "draws", "losses")
+ELO_REQUIRED = ELO_COLUMNS[:8]
 VALIDATION_FIGURES = ("policy_loss", "policy_acc", "value_loss", "value_acc")
 VALIDATION_COLUMNS = ("time", "step", "model", "set", "data", "games", "positions", *VALIDATION_FIGURES)
 TIMELINE_COLUMNS = ("phase", "generation", "start", "seconds")
+
+
+def csv_number(text: str | None) -> float | None:
+    """A numeric cell of a run's CSV log: None when empty or `nan` (what the writers put where a figure does
+    not exist), a ValueError for anything else that is not a finite number (text, `inf`, `1e400`). Every
+    reader of these logs takes its numbers through here, so one edited or damaged cell can never carry an
+    infinity into a chart, a plot or the dashboard's JSON (which has no infinity)."""
+    if text is None or not text.strip():
+        return None
+    value = float(text)  # ValueError for text
+    if math.isinf(value):
+        raise ValueError(f"{text.strip()[:20]!r} is not a finite number")
+    return None if math.isnan(value) else value

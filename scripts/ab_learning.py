@@ -312,7 +312,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
     from dlzero.data.atomic import atomic_write_text
     from dlzero.gating.anchors import model_generation
     from dlzero.gating.arena import play_match
-    from dlzero.gating.rating import Batch, load_batch_folder, stored_game
+    from dlzero.gating.rating import Batch, load_batch_folder, rating_suite, stored_game
     from dlzero.inference import load_model
     from dlzero.rundir import RunDir
 
@@ -326,6 +326,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
     cfg.search.algorithm = judge
     cfg.inference.threads = threads
     cfg.inference.precision = "auto"
+    openings, _ = rating_suite(cfg)  # as `rate`'s games: the run's rate.openings, by default rating.txt
     settings = {"playouts": playouts, "judge": judge}
     folder = root / "cross"
     folder.mkdir(exist_ok=True)
@@ -350,8 +351,8 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
         seed = zlib.crc32(f"{a}|{b}".encode())
         try:
             result = play_match(sides[0], sides[1], games - start, cfg, playouts=playouts,
-                                parallel=min(games - start, cfg.rate.parallel), seed=seed, opening_offset=start // 2,
-                                names=(a, b), on_game=on_game)
+                                parallel=min(games - start, cfg.rate.parallel), openings=openings, seed=seed,
+                                opening_offset=start // 2, names=(a, b), on_game=on_game)
         finally:
             for side in sides:
                 side.close()

@@ -3,16 +3,23 @@
     nice -n 10 python scripts/ladder.py --work runs/ladder --out docs/benchmarks/ladder
 
 The rungs are `rate.anchors` names in order of strength (default `RUNGS`, ordered by short probe
-matches); each rung plays the next one `--games` games (colour-swapped pairs from the gate's opening
-suite, `gate.max_moves` from `--config`), plus the `--extra` pairings. The games are kept in WORK as a
-run directory's rating/ folder (`dlzero rate`'s batch files), so a rerun only plays what is missing and
-a larger `--games` tops every pairing up. One maximum-likelihood fit over all of them
-(`dlzero.gating.elo_fit`, `rate.prior_draws` virtual draws per pair, random pinned at 0) gives each
-rung's Elo and 95 % interval.
+matches); each rung plays the next one `--games` games (colour-swapped pairs from the rating suite,
+`rate.openings`, as `dlzero rate`'s games; `gate.max_moves` from `--config`), plus the `--extra`
+pairings. The games are kept in WORK as a run directory's rating/ folder (`dlzero rate`'s batch files),
+so a rerun only plays what is missing and a larger `--games` tops every pairing up. Adjacent rungs
+should score 20-80 % against each other: a sweep (20-0) says only that the gap is large, so the rungs
+are spaced to avoid them.
+
+The report puts what the games say first: every pairing's W-D-L and score with its 95 % Wilson
+interval. Then `dlzero.gating.elo_fit.fit_connected`: one maximum-likelihood fit per group of rungs
+connected by informative pairings (not sweeps), `rate.prior_draws` virtual draws per pairing, with
+random at 0 where it is connected and else `REFERENCE` (else the weakest rung of the group); a rung of
+no informative pairing gets no Elo, only its W-D-L.
 
 Writes OUT.csv (one row per pairing: player = the stronger rung by the order, opponent, wins, draws,
-losses, from the player's side) and OUT.md (the command, the date, the machine's CPU model and flags,
-the load while it ran, the engines' versions, the pairings and the fitted ladder).
+losses from the player's side, then score, score_low, score_high (Wilson, 95 %) and informative (1: not
+a sweep)) and OUT.md (the command, the date, the machine's CPU model and flags, the load while it ran,
+the engines' versions, the pairings and the fitted ladder).
 
 Why a script and not `dlzero rate`: `dlzero rate` fits a run's models and anchors jointly, each run
 from its own games, and never takes an anchor's Elo as fixed; this script measures where the rungs sit
@@ -41,7 +48,7 @@ from dlzero.commands.common import resolve_config_path  # noqa: E402
 from dlzero.config import load_config, parse_anchor  # noqa: E402
 from dlzero.data.atomic import atomic_write_text  # noqa: E402
 from dlzero.gating.anchors import RANDOM, engine_anchor, is_engine  # noqa: E402
-from dlzero.gating.elo_fit import GameResult, fit_ratings  # noqa: E402
+from dlzero.gating.elo_fit import GameResult, fit_connected, score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
 from dlzero.gating.usi_client import UsiEngineError  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
@@ -52,15 +59,24 @@ FS = "fairy-stockfish:skill={}:byoyomi={}"
 # alphabeta:100, at 0 6-14 with alphabeta:1000 over 20. alphabeta:30 and :300, Skill -5, 2 and 5 and Skill
 # 20 at 300 and 1000 ms bridge pairings that went 20-0 in earlier passes (EXTRA keeps those); GPS Shogi at
 # depth 5 took 444 s for two games on the loaded 2-core machine and is left out.
+# Closing the sweeps of the 2026-12-02 pass (Skill 20 at 100 -> 300 -> 1000 ms went 20-0 twice): Skill 20 at
+# 130, 200 and 500 ms. Fairy-Stockfish keeps ~75 ms of a byoyomi back (measured: `go byoyomi 100` returns in
+# ~25 ms at depth 8-9, 130 in ~55, 200 in ~115, 300 in ~210, 500 in ~420, 1000 in 450-930), so these rungs
+# roughly double the thinking time from one to the next where 100 -> 300 was ~9x and 300 -> 1000 ~4x. Skill
+# 15 is not needed: Skill 5, 10 and 20 at 100 ms are within ~60 Elo. GPS Shogi below depth 4 cannot be a
+# rung: gpsusi's LimitDepth is 4..10, and a byoyomi under ~0.5 s does not cut depth 4 short (it answered a
+# `go byoyomi 100` in 0.5-0.6 s at depth 4, the same as with 10 s). Nothing sits between random and Skill
+# -20 (20-0): random wins no game against any rung, so it is never connected (the report says so).
 RUNGS = ["random", FS.format(-20, 100), FS.format(-10, 100), FS.format(-5, 100), "alphabeta:1", "alphabeta:10",
          "alphabeta:30", "alphabeta:100", "alphabeta:300", "alphabeta:1000", FS.format(0, 100), FS.format(2, 100),
-         FS.format(5, 100), FS.format(10, 100), FS.format(20, 100), FS.format(20, 300), FS.format(20, 1000),
-         "gpsshogi:depth=4"]
+         FS.format(5, 100), FS.format(10, 100), FS.format(20, 100), FS.format(20, 130), FS.format(20, 200),
+         FS.format(20, 300), FS.format(20, 500), FS.format(20, 1000), "gpsshogi:depth=4"]
 EXTRA = ["random,alphabeta:1", f"{FS.format(-10, 100)},alphabeta:1", "alphabeta:10,alphabeta:100",
          "alphabeta:100,alphabeta:1000", f"{FS.format(0, 100)},{FS.format(10, 100)}",
          f"{FS.format(0, 100)},{FS.format(5, 100)}", f"{FS.format(20, 100)},{FS.format(20, 1000)}",
          f"{FS.format(20, 100)},gpsshogi:depth=4"]
-REFERENCE = "alphabeta:1"  # the second pin: the lowest rung that random's 20-0 losses do not blur
+REFERENCE = "alphabeta:1"  # the zero where random is not connected: the lowest rung clear of random's sweeps
+CSV_COLUMNS = ["player", "opponent", "wins", "draws", "losses", "score", "score_low", "score_high", "informative"]
 NOTES = "<!-- notes: written by hand below this line; scripts/ladder.py keeps them -->"
 
 
@@ -97,7 +113,8 @@ def engine_versions(rungs: list[str]) -> dict[str, str]:
 
 
 def tally(rd: RunDir, pairs: list[tuple[str, str]], rungs: list[str]) -> tuple[list[dict], list[GameResult]]:
-    """Per pairing its wins, draws and losses from the player's side, and every stored game. The pairings
+    """Per pairing its wins, draws and losses from the player's side, its score with the 95 % Wilson interval
+    and whether it is informative (not a sweep), and every stored game. The pairings
     of `pairs` come first, as (player, opponent); any other stored pairing follows, its player the rung
     later in `rungs` (a pairing of an earlier measurement whose rungs have since been bridged)."""
     order = {name: i for i, name in enumerate(rungs)}
@@ -114,9 +131,41 @@ def tally(rd: RunDir, pairs: list[tuple[str, str]], rungs: list[str]) -> tuple[l
             games.append(GameResult(g["black"], g["white"], score_black))
             won = winner is not None and g[winner] == player
             cells[(player, opponent)][0 if won else (1 if winner is None else 2)] += 1
-    rows = [{"player": p, "opponent": o, "wins": w, "draws": d, "losses": lo}
-            for (p, o), (w, d, lo) in cells.items()]
+    rows = []
+    for (p, o), (w, d, lo) in cells.items():
+        score, low, high = score_interval(w, d, lo)
+        rows.append({"player": p, "opponent": o, "wins": w, "draws": d, "losses": lo, "score": f"{score:.3f}",
+                     "score_low": f"{low:.3f}", "score_high": f"{high:.3f}",
+                     "informative": int(w + d > 0 and lo + d > 0)})
     return rows, games
+
+
+def report_tables(rows: list[dict], games: list[GameResult], rungs: list[str], prior_draws: float) -> list[str]:
+    """The report's Markdown, what the games say first: every pairing (`tally`'s rows) with its W-D-L, score,
+    Wilson interval and whether it is informative; then each group of rungs connected by informative
+    pairings with its Elo under its prior and zero (random where connected, else `REFERENCE`, else the
+    group's weakest rung); then the rungs of no informative pairing, with their W-D-L and no Elo."""
+    fit = fit_connected(games, pin=RANDOM, prior_draws=prior_draws, order=[REFERENCE, *rungs])
+    lines = ["Pairings (`ladder.csv`; from the player's side, the score's 95 % interval is Wilson's):", "",
+             "| player | opponent | W-D-L | score | 95 % interval | informative |", "|---|---|---|---:|---|---|"]
+    lines += [f"| `{r['player']}` | `{r['opponent']}` | {r['wins']}-{r['draws']}-{r['losses']} | {r['score']} | "
+              f"[{r['score_low']}, {r['score_high']}] | {'yes' if r['informative'] else 'no: a sweep'} |" for r in rows]
+    groups: dict[str, list] = {}
+    for r in fit.ratings:
+        groups.setdefault(r.reference, []).append(r)
+    for reference, members in groups.items():
+        note = "" if reference == RANDOM else f"; not connected to {RANDOM} by informative pairings"
+        lines += ["", f"{fit.label(reference)}: one maximum-likelihood fit over the {len(members)} rungs' games "
+                  f"with each other (`dlzero.gating.elo_fit.fit_connected`){note}.", "",
+                  "| rung | Elo | 95 % interval | games fitted | score |", "|---|---:|---|---:|---:|"]
+        for r in sorted(members, key=lambda r: r.elo):
+            interval = "(pinned)" if r.player == reference else f"[{round(r.elo_low):+d}, {round(r.elo_high):+d}]"
+            lines.append(f"| `{r.player}` | {round(r.elo):+d} | {interval} | {r.games} | {r.score:.3f} |")
+    if fit.unrated:
+        lines += ["", "Not connected (sweeps only), so no Elo: "
+                  + "; ".join(f"`{p}` {'-'.join(map(str, fit.record(p)))}" for p in fit.unrated)
+                  + " (W-D-L over all its games)."]
+    return lines
 
 
 def main() -> int:
@@ -125,7 +174,7 @@ def main() -> int:
     ap.add_argument("--extra", action="append", default=None, metavar="A,B",
                     help=f"a pairing besides the neighbours (repeatable; default {EXTRA})")
     ap.add_argument("--games", type=int, default=20, help="games per pairing (even; tops up stored games)")
-    ap.add_argument("--config", default="tiny", help="config for gate.max_moves, openings, prior draws")
+    ap.add_argument("--config", default="tiny", help="config for gate.max_moves, rate.openings, prior draws")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "ladder", help="where the games are kept")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "ladder", help="OUT.csv, OUT.md")
     ap.add_argument("--fit-only", action="store_true", help="play nothing: tally and fit the stored games")
@@ -141,8 +190,9 @@ def main() -> int:
             sys.exit(f"ladder.py: {exc}")
     pairs = [(hi, lo) for lo, hi in zip(rungs[:-1], rungs[1:], strict=True)] + [(b, a) for a, b in extra]
     if not any(RANDOM in pair for pair in pairs):
-        # the fit pins random at 0: without it every game would be played and then nothing fitted
-        sys.exit(f"ladder.py: the ladder is fitted with '{RANDOM}' pinned at 0, so it must be a rung (the "
+        # random is the floor every rating names (`dlzero rate` pins it): the ladder says where it sits, or
+        # that no informative pairing reaches it
+        sys.exit(f"ladder.py: the ladder starts at '{RANDOM}' pinned at 0, so it must be a rung (the "
                  "weakest) or in an --extra pairing; to play two engines alone, use `dlzero rate` or add "
                  f"--rungs {RANDOM},...")
     rd = RunDir.open(args.work) if (args.work / "config.yaml").exists() else RunDir.create(args.work, cfg)
@@ -161,20 +211,14 @@ def main() -> int:
     cpu = sum(u.ru_utime + u.ru_stime for u in usage)
 
     rows, games = tally(rd, pairs, rungs)
-    fit = fit_ratings(games, pin=RANDOM, prior_draws=cfg.rate.prior_draws)
-    players = {g.player_a for g in games} | {g.player_b for g in games}
-    relative = (fit_ratings(games, pin=REFERENCE, prior_draws=cfg.rate.prior_draws).by_player()
-                if REFERENCE in players else {})
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["player", "opponent", "wins", "draws", "losses"], lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out.with_suffix(".csv"), buf.getvalue())
 
     model, flags = cpu_line()
-    random_swept = all(r["draws"] == 0 and 0 in (r["wins"], r["losses"])
-                       for r in rows if RANDOM in (r["player"], r["opponent"]))
     lines = [
         "# The rating ladder, measured",
         "",
@@ -186,28 +230,11 @@ def main() -> int:
         + (f" --rungs {args.rungs}" if args.rungs != ",".join(RUNGS) else ""),
         "```",
         "",
-        f"{len(games)} games, gate.max_moves {cfg.gate.max_moves}, one fit with random pinned at 0 "
-        f"(`dlzero.gating.elo_fit`, {cfg.rate.prior_draws:g} virtual draw per pairing); this session "
-        f"{wall / 60:.0f} min wall, {cpu / 60:.0f} min CPU (engines included).",
+        f"{len(games)} games, gate.max_moves {cfg.gate.max_moves}; this session {wall / 60:.0f} min wall, "
+        f"{cpu / 60:.0f} min CPU (engines included).",
         "",
-        ("Every pairing with random was won by the other side, so where the ladder sits above random is "
-         "a lower bound (the virtual draw keeps it finite); the distances between rungs are known better. "
-         if random_swept else "")
-        + f"The last two columns are the same games fitted with `{REFERENCE}` pinned at 0.",
-        "",
-        f"| rung | Elo | 95 % interval | games | score | Elo - {REFERENCE} | 95 % interval |",
-        "|---|---:|---|---:|---:|---:|---|",
+        *report_tables(rows, games, rungs, cfg.rate.prior_draws),
     ]
-    lines += [f"| `{name}` | not connected to random | | | |" for name in fit.unrated]
-    for r in sorted(fit.ratings, key=lambda r: r.elo):
-        name = r.player
-        interval = "(pinned)" if name == RANDOM else f"[{round(r.elo_low):+d}, {round(r.elo_high):+d}]"
-        q = relative.get(name)
-        rel = ("", "") if q is None else (f"{round(q.elo):+d}", "(pinned)" if name == REFERENCE
-                                          else f"[{round(q.elo_low):+d}, {round(q.elo_high):+d}]")
-        lines.append(f"| `{name}` | {round(r.elo):+d} | {interval} | {r.games} | {r.score:.3f} | {rel[0]} | {rel[1]} |")
-    lines += ["", "Pairings (player's wins-draws-losses; `ladder.csv`):", ""]
-    lines += [f"- `{r['player']}` vs `{r['opponent']}`: {r['wins']}-{r['draws']}-{r['losses']}" for r in rows]
     versions = engine_versions(rungs)
     if versions:
         kinds = {f"{parse_anchor(n).kind}: {v}" for n, v in versions.items()}  # one line per program

@@ -9,8 +9,10 @@
    games per pairing at `--playouts`; one maximum-likelihood fit over all games (they accumulate in
    runs/NAME/rating/, so a rerun only adds what is missing).
 3. writes OUT-anchored.csv (the run's metrics/elo.csv: player, generation, elo, elo_low, elo_high,
-   games, anchor, wall_seconds) and OUT-anchored.png (anchored Elo against minutes since generation 0,
-   with 95 % intervals), and prints the rating table.
+   games, anchor, wall_seconds, relative_to, prior_draws, wins, draws, losses) and OUT-anchored.png
+   (Elo against minutes since generation 0, with 95 % intervals, on the scale most models are connected
+   to), and prints the rating table: every pairing's W-D-L and score first, then the Elo of each group
+   connected by informative pairings, named by its prior and its zero (`dlzero.gating.elo_fit`).
 
 Earlier target (issue: training, gating and the loop): after one hour on a 2-core CPU the best model
 wins >= 90 % against generation 0 and 100 % against the random mover. The anchored curve says how far
@@ -59,6 +61,7 @@ def run_loop(run: Path, minutes: float, extra: list[str], cwd: Path | None = Non
 
 def measure(run: Path, out: Path, games: int | None, playouts: int | None, sample: int | None,
             threads: int) -> None:
+    from dlzero.gating.elo_fit import report_lines
     from dlzero.gating.rating import rate, select_generations
     from dlzero.progress.plots import plot_anchored_curve, plot_progress
     from dlzero.rundir import RunDir
@@ -80,14 +83,12 @@ def measure(run: Path, out: Path, games: int | None, playouts: int | None, sampl
     if report.ratings is None:
         print("no ratings")
         return
-    print(f"{'player':<16} {'elo':>7}   {'95% interval':<17} {'games':>6}")
-    for r in report.ratings.ratings:
-        print(f"{r.player:<16} {r.elo:>+7.0f}   [{r.elo_low:+.0f}, {r.elo_high:+.0f}]{'':<4} {r.games:>6}")
+    print("\n".join(report_lines(report.ratings)))
     csv_out = out.with_name(out.name + "-anchored.csv")
     csv_out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(rd.elo_csv, csv_out)
     png = plot_anchored_curve(csv_out, out.with_name(out.name + "-anchored.png"),
-                              f"{run.name}: anchored Elo against time (random = 0)")
+                              f"{run.name}: Elo against time")
     print(f"anchored curve: {png}, {csv_out}; progress plot: {plot_progress(rd)}")
 
 

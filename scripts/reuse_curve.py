@@ -3,8 +3,8 @@
     python scripts/reuse_curve.py --run runs/curve --out docs/benchmarks/reuse-curve \
         [--weights 1,0.5,0.25] [--max-passes 8] [--value-plies full,searched]
 
-Takes a run's self-play games, trains a fresh copy of its generation-0 model on half of the games
-(split by game, so no game is on both sides) and scores it on the other half every few steps:
+Takes a run's self-play games, trains a fresh copy of its generation-0 model on about half of the games
+(split by game, so no game is on both sides: train.holdout's split) and scores it on the other half every few steps:
 held-out policy cross-entropy and top-1 against the search targets, value loss against the results
 (a constant 1/2 scores 0.693). One curve per value-loss weight (`train.value_weight`); the x axis
 is passes over the training half (samples / positions), which is what `train.reuse` sets for each
@@ -24,7 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from dlzero.config import load_config
@@ -33,6 +32,7 @@ from dlzero.model import load_model_file
 from dlzero.rundir import RunDir
 from dlzero.train.buffer import BatchDecoder
 from dlzero.train.dataset import buffer_from_games
+from dlzero.train.holdout import game_keys, split_games
 from dlzero.train.sampler import EpochSampler
 from dlzero.train.trainer import Trainer, evaluate
 from dlzero.train.validation import fixed_set, held_out, read_games
@@ -55,11 +55,9 @@ def main() -> int:
     if args.val_lambda is not None:
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, val_lambda=args.val_lambda))
     games = read_games(sorted(rd.shards()))
-    rng = np.random.default_rng(0)
-    order = rng.permutation(len(games))
-    half = len(games) // 2
-    train_games = [games[i] for i in order[:half]]
-    test_games = [games[i] for i in order[half:]]
+    held = split_games(game_keys(games), 0.5, seed=0).held  # whole games, as supervised training holds them out
+    train_games = [g for g, h in zip(games, held, strict=True) if not h]
+    test_games = [g for g, h in zip(games, held, strict=True) if h]
     rules = args.value_plies.split(",")
     train_bufs = {rule: buffer_from_games(train_games, cfg.train.val_lambda, value_plies=rule) for rule in rules}
     sets = {"next": held_out("next", "other half", test_games, 4096).buf}

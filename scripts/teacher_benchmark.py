@@ -14,9 +14,13 @@ loop resumes, so a stopped stage is rerun with the minutes left), and its best m
 stage's model. ROOT/stages.json records what each stage did (commands, minutes, positions, generation).
 
 `rate` plays each stage's model against each anchor on its own (no anchor-vs-anchor games), `--games`
-games at `--playouts` playouts; games accumulate in ROOT/run/rating/, so a rerun tops up what is missing.
-`report` writes OUT.csv (stage, minutes, opponent, wins, draws, losses), OUT.png (each stage's score
-against each opponent, 95 % intervals) and prints a Markdown table for OUT.md.
+games at `--playouts` playouts, from `--openings` (default: configs/openings/rating.txt, which the
+teacher's games never start from; the teacher's own games start from gate.txt, so `--openings
+configs/openings/gate.txt` shows what its book is worth); games
+accumulate in ROOT/run/rating/, so a rerun tops up what is missing. `report` writes OUT.csv (stage,
+minutes, opening suite, opponent, wins, draws, losses: games from another suite, e.g. gate.txt before
+rating.txt existed, are their own rows), OUT.png (each stage's score against each opponent, 95 %
+intervals) and prints a Markdown table for OUT.md.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import copy
 import csv
 import datetime as dt
 import json
-import math
 import subprocess
 import sys
 import time
@@ -36,6 +39,7 @@ from pathlib import Path
 from learning_benchmark import run_loop
 
 from dlzero.cpu import cpu_flags
+from dlzero.gating.elo_fit import score_interval  # the score's 95 % Wilson interval, as every rating table
 
 STAGES = ("teacher", "teacher+selfplay")
 ANCHORS = ("alphabeta:1000,fairy-stockfish:skill=0:byoyomi=100,fairy-stockfish:skill=10:byoyomi=100,"
@@ -135,6 +139,7 @@ def stage_rate(root: Path, args: argparse.Namespace) -> None:
     base = rd.config()
     base.rate.games, base.rate.playouts = args.games, args.playouts
     base.inference.threads = args.threads
+    base.rate.openings = args.openings
     gens = sorted({s["generation"] for name, s in stages.items() if name in STAGES})
     for anchor in args.anchors.split(","):
         cfg = copy.deepcopy(base)
@@ -147,7 +152,8 @@ def stage_rate(root: Path, args: argparse.Namespace) -> None:
 
 
 def tally(root: Path, playouts: int) -> list[dict]:
-    """Each stage's model against each opponent it met at `playouts`: wins, draws, losses."""
+    """Each stage's model against each opponent it met at `playouts`, per opening suite: wins, draws, losses.
+    A batch stored before the suite was recorded was played from gate.txt (`dlzero.gating.rating`)."""
     from dlzero.gating.rating import load_batches
     from dlzero.rundir import RunDir, generation_name
 
@@ -158,31 +164,20 @@ def tally(root: Path, playouts: int) -> list[dict]:
         if stage not in stages:
             continue
         me = generation_name(stages[stage]["generation"])
-        counts: dict[str, Counter] = {}
+        counts: dict[tuple[str, str], Counter] = {}
         for batch in batches:
             if me not in batch.players:
                 continue
+            suite = str(batch.settings.get("openings", "gate.txt")).split(":")[0]
             for g in batch.games:
                 side = "black" if g["black"] == me else "white"
                 opponent = g["white"] if side == "black" else g["black"]
                 outcome = "draws" if g.get("winner") is None else ("wins" if g["winner"] == side else "losses")
-                counts.setdefault(opponent, Counter())[outcome] += 1
-        for opponent, c in counts.items():
-            rows.append({"stage": stage, "minutes": f"{stages[stage]['minutes']:.1f}", "opponent": opponent,
-                         "wins": c["wins"], "draws": c["draws"], "losses": c["losses"]})
+                counts.setdefault((suite, opponent), Counter())[outcome] += 1
+        for (suite, opponent), c in counts.items():
+            rows.append({"stage": stage, "minutes": f"{stages[stage]['minutes']:.1f}", "openings": suite,
+                         "opponent": opponent, "wins": c["wins"], "draws": c["draws"], "losses": c["losses"]})
     return rows
-
-
-def score_interval(w: int, d: int, l: int) -> tuple[float, float, float]:
-    """Score and its 95 % Wilson interval (draws as half a win)."""
-    n = w + d + l
-    if n == 0:
-        return 0.0, 0.0, 1.0
-    p = (w + 0.5 * d) / n
-    z = 1.96
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _tick(opponent: str) -> str:
@@ -198,22 +193,25 @@ def plot(rows: list[dict], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     opponents = list(dict.fromkeys(r["opponent"] for r in rows))
-    stages = [s for s in STAGES if any(r["stage"] == s for r in rows)]
+    suites = list(dict.fromkeys(r["openings"] for r in rows))
+    series = [(s, o) for s in STAGES for o in suites if any(r["stage"] == s and r["openings"] == o for r in rows)]
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    width = 0.8 / max(1, len(stages))
-    for i, stage in enumerate(stages):
+    width = 0.8 / max(1, len(series))
+    for i, (stage, suite) in enumerate(series):
         xs, ys, lo, hi = [], [], [], []
         for j, opp in enumerate(opponents):
-            r = next((r for r in rows if r["stage"] == stage and r["opponent"] == opp), None)
+            r = next((r for r in rows if r["stage"] == stage and r["openings"] == suite and r["opponent"] == opp),
+                     None)
             if r is None:
                 continue
             p, a, b = score_interval(int(r["wins"]), int(r["draws"]), int(r["losses"]))
-            xs.append(j + (i - (len(stages) - 1) / 2) * width)
+            xs.append(j + (i - (len(series) - 1) / 2) * width)
             ys.append(p)
             lo.append(p - a)
             hi.append(b - p)
         minutes = next(r["minutes"] for r in rows if r["stage"] == stage)
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=f"{stage} ({minutes} min)")
+        label = f"{stage} ({minutes} min)" + (f", {suite}" if len(suites) > 1 else "")
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=label)
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xticks(range(len(opponents)))
     ax.set_xticklabels([_tick(o) for o in opponents], fontsize=8)
@@ -232,15 +230,16 @@ def report(root: Path, args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.with_suffix(".csv").open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, ["stage", "minutes", "opponent", "wins", "draws", "losses"])
+        writer = csv.DictWriter(f, ["stage", "minutes", "openings", "opponent", "wins", "draws", "losses"])
         writer.writeheader()
         writer.writerows(rows)
     plot(rows, out)
-    print("| stage | minutes | opponent | W-D-L | score | 95 % interval |\n|---|---:|---|---|---:|---|")
+    print("| stage | minutes | openings | opponent | W-D-L | score | 95 % interval |\n"
+          "|---|---:|---|---|---|---:|---|")
     for r in rows:
         p, a, b = score_interval(int(r["wins"]), int(r["draws"]), int(r["losses"]))
-        print(f"| {r['stage']} | {r['minutes']} | `{r['opponent']}` | {r['wins']}-{r['draws']}-{r['losses']} | "
-              f"{p:.2f} | [{a:.2f}, {b:.2f}] |")
+        print(f"| {r['stage']} | {r['minutes']} | {r['openings']} | `{r['opponent']}` | "
+              f"{r['wins']}-{r['draws']}-{r['losses']} | {p:.2f} | [{a:.2f}, {b:.2f}] |")
     print(f"\nwrote {out.with_suffix('.csv')} and {out.with_suffix('.png')}")
 
 
@@ -284,6 +283,8 @@ def main() -> None:
     r.add_argument("--anchors", default=ANCHORS)
     r.add_argument("--games", type=int, default=20)
     r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--openings", default="",
+                   help="opening suite (rate.openings; default: the rating suite, configs/openings/rating.txt)")
     r.add_argument("--quiet", action="store_true")
     o = sub.add_parser("report", help="OUT.csv, OUT.png and a Markdown table")
     o.add_argument("--out", default="docs/benchmarks/teacher")

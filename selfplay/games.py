@@ -26,6 +26,8 @@ opening's moves as replay-only plies (k = 0 candidates: not ours to train on), s
 same ply count (progress plane, move cap), last move and repetition history as the search did at
 every position. `random_plies` counts the plies played after the opening. An SFEN line's move
 number cannot be kept (an hcp has none): training counts plies from the line's start position.
+A file holding start positions of the rating suite (configs/openings/rating.txt) is refused unless
+`selfplay.allow_rating_openings`: the models are rated from there.
 
 Resignation false positives (AlphaZero): a `no_resign_fraction` share of games never resign but
 note the first side that would have; if that side then did not lose, it was a false positive.
@@ -60,7 +62,7 @@ from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.inference.base import Evaluator
 from dlzero.play import END_RESIGN as END_RESIGN  # re-exported too
 from dlzero.play import Game, SearchPlayer, play_lockstep, play_rules
-from dlzero.play.openings import load_openings
+from dlzero.play.openings import load_openings, refuse_rating_openings
 from dlzero.position import parse_position
 from dlzero.search.gumbel import pseudo_visits
 from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
@@ -306,6 +308,8 @@ def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Ca
     sp = cfg.selfplay
     player = SelfPlayer(evaluator, cfg, rng, resign_threshold or (lambda: sp.resign_threshold))
     openings = load_openings(sp.openings) if sp.openings else []
+    if openings and not sp.allow_rating_openings:
+        refuse_rating_openings(openings, sp.openings, "--set selfplay.allow_rating_openings=true")
     stats = PlayStats()
     started = 0
 

@@ -212,6 +212,27 @@ def test_bad_elo_csv_is_a_warning_and_gate_results_are_shown(loop_run, tmp_path)
     assert any("metrics/elo.csv" in w and "not a number" in w for w in bad["warnings"])
 
 
+def test_elo_csv_with_several_scales_draws_the_models_one(loop_run, tmp_path):
+    """The rating's current elo.csv: each Elo names its zero and prior; a player of sweeps only has none."""
+    run = copy_run(loop_run, tmp_path / "run")
+    (run / "metrics" / "elo.csv").write_text(
+        "player,generation,elo,elo_low,elo_high,games,anchor,wall_seconds,relative_to,prior_draws,wins,draws,losses\n"
+        "gen-0000,0,,,,20,1,0,,1,0,0,20\n"
+        "gen-0001,1,120.0,20.0,220.0,40,0,10,alphabeta:1,1,22,2,16\n"
+        "gen-0002,2,180.0,70.0,290.0,40,0,20,alphabeta:1,1,25,1,14\n"
+        "alphabeta:1,,0.0,0.0,0.0,80,1,,alphabeta:1,1,30,3,47\n"
+        "yane,,0.0,0.0,0.0,20,0,,yane,1,10,1,9\n"
+        "random,,,,,60,1,,,1,0,0,60\n")
+    state = RunView(run).state()
+    strength = state["strength"]
+    assert strength["source"] == "elo.csv" and not any("elo.csv" in w for w in state["warnings"])
+    assert [(p["generation"], p["elo"]) for p in strength["points"]] == [(1, 120.0), (2, 180.0)]
+    assert strength["anchors"] == [{"player": "alphabeta:1", "elo": 0.0}]
+    assert strength["label"] == ("Elo (1 virtual draw per pairing, alphabeta:1 = 0) (metrics/elo.csv), 95% "
+                                 "intervals; not on this scale (no informative pairing with it): gen-0000, "
+                                 "yane, random")
+
+
 def test_analyse_uses_the_best_model(loop_run):
     with serve(loop_run) as url:
         req = urllib.request.Request(f"{url}/api/analyse", method="POST",
@@ -438,7 +459,9 @@ def test_heldout_rows_and_time_shares_come_from_the_runs_files(loop_run):
         rows = list(csv.DictReader(fh))
     assert rows, "the loop scored no model on held-out games"
     assert [(r["model"], r["set"]) for r in state["heldout"]] == [(r["model"], r["set"]) for r in rows]
-    assert [r["value_loss"] for r in state["heldout"]] == [float(r["value_loss"]) for r in rows]
+    # NaN (no value target: every game of a tiny run hits the move cap, train.value_of_capped_games) is None
+    assert [r["value_loss"] for r in state["heldout"]] == [None if r["value_loss"] == "nan" else float(r["value_loss"])
+                                                            for r in rows]
     assert state["heldout"][0]["generation"] == int(rows[0]["model"].removeprefix("gen-"))
     shares = state["time_shares"]
     assert {"selfplay", "train", "gate"} <= set(shares) and all(0 < v <= 1 for v in shares.values())

@@ -7,8 +7,8 @@ layers below, never above:
     foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources, dlzero.cpu
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config
-    storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock  (file formats; the run
-                 directory's file names and columns, and its API)
+    storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock, dlzero.networks  (file formats;
+                 the run directory's file names and columns, and its API; the shipped networks' manifests)
     encoding     dlzero.encoding
     model        dlzero.model
     inference    dlzero.inference
@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources", "dlzero.cpu")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config",)),
-    ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock")),
+    ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock", "dlzero.networks")),
     ("encoding", ("dlzero.encoding",)),
     ("model", ("dlzero.model",)),
     ("inference", ("dlzero.inference",)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dlzero.config import Config
 from dlzero.gating.chain import Chained, Gate, gate_chain, gate_of, read_gates
-from dlzero.progress.plots import anchored_series, chain_series, loss_series, plot_progress
+from dlzero.progress.plots import anchored_scale, anchored_series, chain_series, loss_series, plot_progress
 from dlzero.rundir import RunDir
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -83,3 +83,33 @@ def test_plot_progress_prefers_anchored_ratings(tmp_path):
     (rd.metrics_dir / "elo.csv").write_text(ELO)
     anchored = plot_progress(rd).read_bytes()
     assert anchored.startswith(PNG_SIGNATURE) and anchored != chain
+    (rd.metrics_dir / "elo.csv").write_text(ELO_SCALES)  # players off the drawn scale and without an Elo
+    scales = plot_progress(rd).read_bytes()
+    assert scales.startswith(PNG_SIGNATURE) and scales not in (chain, anchored)
+
+
+ELO_SCALES = """\
+player,generation,elo,elo_low,elo_high,games,anchor,wall_seconds,relative_to,prior_draws,wins,draws,losses
+gen-0000,0,,,,20,1,0,,1,0,0,20
+gen-0003,3,150.0,50.0,250.0,40,0,900,alphabeta:1,1,20,2,18
+gen-0004,4,210.0,90.0,330.0,40,0,1200,alphabeta:1,1,25,1,14
+gen-0005,5,40.0,-60.0,140.0,20,0,1500,yane,1,9,1,10
+alphabeta:1,,0.0,0.0,0.0,80,1,,alphabeta:1,1,30,0,50
+yane,,0.0,0.0,0.0,20,0,,yane,1,10,1,9
+random,,,,,40,1,,,1,0,0,40
+"""
+
+
+def test_anchored_series_draws_one_scale_and_names_its_prior():
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(ELO_SCALES)))
+    # the scale most rated models are on (alphabeta:1 = 0); no Elo (sweeps only) or another zero: left out
+    assert anchored_scale(rows) == ("alphabeta:1", "Elo (1 virtual draw per pairing, alphabeta:1 = 0)")
+    models, anchors = anchored_series(rows)
+    assert models == [(3, 900.0, 150.0, 50.0, 250.0), (4, 1200.0, 210.0, 90.0, 330.0)]
+    assert anchors == [("alphabeta:1", 0.0)]
+    # a file from before the zero and the prior were written: random = 0, the prior not recorded
+    assert anchored_scale(list(csv.DictReader(io.StringIO(ELO)))) == \
+        ("random", "Elo (prior not recorded, random = 0)")

@@ -147,6 +147,17 @@ def test_gate_command(run, capsys):
     assert "2 games, W-D-L" in capsys.readouterr().out
 
 
+def test_match_summary_gives_the_score_first_and_no_elo_for_a_sweep():
+    even = match.summary(MatchResult(wins=6, draws=2, losses=4, pairs=[0, 1, 3, 1, 1]), "x.pt", "random")
+    assert even.startswith("A=x.pt vs B=random: 12 games, W-D-L 6-2-4 (for A), score 0.583 [0.320, 0.807] (95%, "
+                           "Wilson); Elo (no prior, B = 0) of A: +58 [")
+    sweep = match.summary(MatchResult(wins=20, pairs=[0, 0, 0, 0, 10]), "x.pt", "random")
+    assert sweep.endswith("score 1.000 [0.839, 1.000] (95%, Wilson); Elo (no prior, B = 0) of A: none (a sweep "
+                          "has no finite Elo; the score's bound 0.839 is at least +287)")
+    swept = match.summary(MatchResult(losses=20, pairs=[10, 0, 0, 0, 0]), "x.pt", "random")
+    assert swept.endswith("the score's bound 0.161 is at most -287)")
+
+
 def test_successive_gates_play_different_openings(run, monkeypatch):
     rd, cfg = run
     cfg.gate.max_games = 4

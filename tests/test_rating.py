@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 
 import cshogi
@@ -13,6 +14,7 @@ from dlzero.cli import main
 from dlzero.config import load_config
 from dlzero.gating.anchors import RandomMover, parse_engine
 from dlzero.gating.arena import play_match
+from dlzero.gating.elo_fit import GameResult, fit_connected
 from dlzero.gating.rating import (
     fit_run,
     load_batches,
@@ -20,6 +22,7 @@ from dlzero.gating.rating import (
     promoted_generations,
     rate,
     select_generations,
+    write_elo_csv,
 )
 from dlzero.gating.usi_opponent import UsiEngineError, UsiOpponent
 from dlzero.model import ModelMetadata, new_model, save_model
@@ -97,6 +100,33 @@ def test_rate_tops_up_accumulates_and_refits_reproducibly(run):
         <= float(by_row["gen-0001"]["elo_high"])
 
 
+def test_elo_csv_gives_an_elo_only_where_informative_pairings_connect(run):
+    rd, _ = run
+
+    def games(a: str, b: str, w: int, d: int, lo: int) -> list[GameResult]:
+        return [GameResult(a, b, 1.0)] * w + [GameResult(a, b, 0.5)] * d + [GameResult(a, b, 0.0)] * lo
+
+    fit = fit_connected(games("alphabeta:100", "random", 20, 0, 0) + games("gen-0000", "alphabeta:100", 8, 2, 10)
+                        + games("gen-0001", "gen-0000", 12, 0, 8) + games("gen-0001", "random", 20, 0, 0),
+                        prior_draws=0.5, order=["random", "alphabeta:100", "gen-0000"])
+    write_elo_csv(rd, fit, {"random", "alphabeta:100", "gen-0000"})
+    with rd.elo_csv.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = {r["player"]: r for r in reader}
+    assert tuple(reader.fieldnames) == ELO_COLUMNS and list(rows) == ["gen-0000", "gen-0001", "alphabeta:100",
+                                                                      "random"]
+    # random took no game and drew none: no Elo, its record instead
+    assert {k: rows["random"][k] for k in ("elo", "elo_low", "elo_high", "relative_to", "games", "wins", "draws",
+                                           "losses")} == {"elo": "", "elo_low": "", "elo_high": "",
+                                                          "relative_to": "", "games": "40", "wins": "0",
+                                                          "draws": "0", "losses": "40"}
+    # the others are measured from the first anchor connected to them, under the fit's prior
+    assert all(rows[p]["relative_to"] == "alphabeta:100" and rows[p]["prior_draws"] == "0.5"
+               for p in ("alphabeta:100", "gen-0000", "gen-0001"))
+    assert rows["alphabeta:100"]["elo"] == "0.0" and float(rows["gen-0001"]["elo"]) > float(rows["gen-0000"]["elo"])
+    assert (rows["gen-0001"]["games"], rows["gen-0001"]["wins"], rows["gen-0001"]["losses"]) == ("40", "32", "8")
+
+
 def test_corrupt_file_is_reported_and_the_rest_still_counts(run):
     rd, cfg = run
     rate(rd, cfg, [0], progress=False)
@@ -118,7 +148,7 @@ def test_games_at_other_playouts_are_left_out(run):
     cfg.rate.playouts = 8
     report = fit_run(rd, cfg)
     assert report.left_out == 4  # gen-0000 vs random and vs alphabeta:100: another player now
-    assert set(report.ratings.by_player()) == {"random", "alphabeta:100"}
+    assert [(p.player, p.opponent, p.games) for p in report.ratings.pairings] == [("alphabeta:100", "random", 2)]
 
 
 def test_games_at_other_search_settings_are_left_out_and_old_batches_still_count(run):
@@ -148,10 +178,21 @@ def test_cli_json_and_table(run, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     rows = [json.loads(line) for line in lines]
     assert {r["player"] for r in rows} == {"random", "alphabeta:100", "gen-0000", "gen-0001"}
-    assert all(set(r) == {"player", "elo", "elo_low", "elo_high", "games"} for r in rows)
+    assert all(set(r) == {"player", "games", "wins", "draws", "losses", "elo", "elo_low", "elo_high", "relative_to",
+                          "prior_draws"} for r in rows)
+    assert all(r["games"] == r["wins"] + r["draws"] + r["losses"] and r["prior_draws"] == 1.0 for r in rows)
+    # an Elo names its zero, and only a player of no informative pairing has none
+    assert all((r["elo"] is None) == (r["relative_to"] is None) for r in rows)
     assert main(args + ["--fit-only"]) == 0
-    out = capsys.readouterr().out
-    assert "random" in out and "(pinned)" in out and "gen-0001" in out
+    out = capsys.readouterr().out.splitlines()
+    # what the games say first: a W-D-L, score and interval line per pairing (6), then Elo under its prior
+    # and zero, or "not connected" for players of sweeps only
+    assert out[0].split()[:4] == ["player", "opponent", "W-D-L", "score"]
+    pairing = re.compile(r"\S+ +\S+ +\d+-\d+-\d+ +[01]\.\d{3}  \[[01]\.\d{3}, [01]\.\d{3}\]")
+    assert all(pairing.match(line) for line in out[1:7]) and out[7] == ""
+    headers = [line for line in out[8:] if line.startswith(("Elo (", "not connected"))]
+    assert headers and out[8] == headers[0]
+    assert all(h.startswith(("Elo (1 virtual draw per pairing, ", "not connected (sweeps only)")) for h in headers)
     # the one-config rule of every --run command: flags land in the run's config.yaml, --config is ignored
     other = rd.root.parent / "other.yaml"
     other.write_text("rate:\n  games: 9\n")

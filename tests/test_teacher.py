@@ -1,13 +1,20 @@
 """`dlzero teach` and the warm start, with a fake USI engine: a real subprocess speaking USI.
 
 The fake engine sorts the legal moves by their USI text and answers the first as its best move,
-with `info ... multipv i score cp EVAL - 50 (i - 1) pv MOVE_i` for the first `MultiPV` moves, and
+with `info depth 3 multipv i score cp EVAL - 50 (i - 1) pv MOVE_i` for the first `MultiPV` moves, and
 resigns (score cp -2000) once the move number passes its `ResignPly` option. So every label is
-known in advance: the played move, the eval, the soft policy's counts and the game's result.
+known in advance: the played move, the eval, the soft policy's counts and the game's result. Around
+those lines it prints what real engines print and a label must not take: stale shallower iterations
+(depths 1 and 2, other moves scored higher) and a deeper fail-high and fail-low (`lowerbound`,
+`upperbound`); its `multipv` token only with MultiPV > 1, as YaneuraOu. `Cut=K` adds the first K lines
+of a depth-4 iteration cut short, which ranks the first two moves the other way round (cp EVAL + 20,
+then EVAL - 180); `Best=J` answers the J-th move as `bestmove`.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import math
 import sys
 import textwrap
@@ -24,18 +31,19 @@ from dlzero.errors import DlzeroError
 from dlzero.model import load_model_file, new_model, save_model
 from dlzero.position import parse_position, start_position
 from dlzero.rundir import RunDir
-from dlzero.search.result import winrate_to_cp
+from dlzero.search.result import EVAL_COEF, MAX_CP, winrate_to_cp
 from dlzero.teacher import PlaySettings, Query, TeacherError, TeachSettings, open_teacher, parse_spec, teach
 from dlzero.teacher.base import VISIT_TOTAL
 from dlzero.teacher.driver import parts_dir_of
 from dlzero.teacher.label import label_positions
+from dlzero.teacher.usi import final_lines, winrate
 from dlzero.train.supervised import warm_start
 
 FAKE_ENGINE = textwrap.dedent('''
     import sys
     import cshogi
 
-    options = {"MultiPV": "1", "Eval": "100", "ResignPly": "1000"}
+    options = {"MultiPV": "1", "Eval": "100", "ResignPly": "1000", "Cut": "0", "Best": "0"}
     board = cshogi.Board()
     for line in sys.stdin:
         words = line.split()
@@ -66,9 +74,18 @@ FAKE_ENGINE = textwrap.dedent('''
                 print("bestmove resign", flush=True)
                 continue
             moves = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)
-            for i, usi in enumerate(moves[: int(options["MultiPV"])]):
-                print(f"info depth 3 multipv {i + 1} score cp {int(options['Eval']) - 50 * i} pv {usi}")
-            print(f"bestmove {moves[0]}", flush=True)
+            n, cp = int(options["MultiPV"]), int(options["Eval"])
+            index = [f" multipv {i + 1}" if n > 1 else "" for i in range(max(n, 1))]
+            for depth in (1, 2):
+                for i, usi in enumerate(moves[::-1][:n]):
+                    print(f"info depth {depth} seldepth {depth}{index[i]} score cp {cp + 300 - 50 * i} pv {usi}")
+            for i, usi in enumerate(moves[:n]):
+                print(f"info depth 3 seldepth 5{index[i]} score cp {cp - 50 * i} nodes 900 pv {usi}")
+            print(f"info depth 4{index[0]} score cp {cp + 900} lowerbound pv {moves[-1]}")
+            print(f"info depth 4{index[0]} score cp {cp - 900} upperbound pv {moves[len(moves) // 2]}")
+            for i, usi in enumerate(([moves[1], moves[0]] + moves[2:])[: int(options["Cut"])]):
+                print(f"info depth 4{index[i]} score cp {cp + 20 - 200 * i} pv {usi}")
+            print(f"bestmove {moves[int(options['Best'])]}", flush=True)
         elif words[0] == "quit":
             break
 ''')
@@ -128,6 +145,77 @@ def test_usi_teacher_labels_with_multipv_and_rejects_unknown_options(engine):
     assert winrate_to_cp(label.winrate) == round(756 * 300 / 600)  # the eval in dlshogi's units
     with open_teacher(f"{engine};NoSuchOption=1") as teacher, pytest.raises(TeacherError, match="NoSuchOption"):
         teacher.label([Query(start_position(board), board)])
+
+
+def test_usi_labels_come_from_the_final_lines_not_stale_or_bound_ones(engine):
+    """Each label is the final lines': without MultiPV one-hot on bestmove, with it the softmax over each
+    index's deepest line (a depth cut short replaces the lines it printed), the eval from the played move's
+    own line."""
+    board = parse_position("startpos moves 7g7f 3c3d")
+    moves = [board.move_from_usi(u) & 0xFFFF for u in sorted(cshogi.move_to_usi(m) for m in board.legal_moves)]
+
+    def label(options: str) -> tuple[int | None, float, dict[int, float]]:
+        with open_teacher(f"{engine};Eval=100;{options}") as teacher:
+            (lab,) = teacher.label([Query(start_position(board), board)])
+        return lab.move16, lab.winrate, dict(lab.policy)
+
+    def softmax(cps: dict[int, float]) -> dict[int, float]:
+        weights = {m: math.exp(cp / 100) for m, cp in cps.items()}
+        return {m: pytest.approx(w / sum(weights.values())) for m, w in weights.items()}
+
+    assert label("MultiPV=1") == (moves[0], pytest.approx(winrate(100, EVAL_COEF)), {moves[0]: 1.0})
+    assert label("MultiPV=3") == (moves[0], pytest.approx(winrate(100, EVAL_COEF)),
+                                  softmax({moves[0]: 0, moves[1]: -50, moves[2]: -100}))
+    # depth 4 cut after two of three lines: its two lines (cp 120 and -80) and depth 3's third, whose cp 0
+    # is capped by the line ranked above it (-80)
+    assert label("MultiPV=3;Cut=2;Best=1") == (moves[1], pytest.approx(winrate(120, EVAL_COEF)),
+                                               softmax({moves[1]: 0, moves[0]: -200, moves[2]: -200}))
+    # cut after one: index 2's depth-3 line names the move of index 1's depth-4 line, which counts
+    assert label("MultiPV=3;Cut=1;Best=1") == (moves[1], pytest.approx(winrate(120, EVAL_COEF)),
+                                               softmax({moves[1]: 0, moves[2]: -120}))
+    # the engine plays its second line: the eval is that line's, the policy relative to it
+    assert label("MultiPV=3;Best=1") == (moves[1], pytest.approx(winrate(50, EVAL_COEF)),
+                                         softmax({moves[0]: 50, moves[1]: 0, moves[2]: -50}))
+    # a bestmove without a line of its own: the eval of the first line, the move at its weight
+    assert label("MultiPV=3;Best=5") == (moves[5], pytest.approx(winrate(100, EVAL_COEF)),
+                                         softmax({moves[0]: 0, moves[1]: -50, moves[2]: -100, moves[5]: 0}))
+    assert label("MultiPV=1;Best=5") == (moves[5], pytest.approx(winrate(100, EVAL_COEF)), {moves[5]: 1.0})
+
+
+def test_final_lines_of_stockfish_and_gps_shogi_searches():
+    """Shapes of real output: Fairy-Stockfish's MultiPV blocks with a fail-high and a stop mid-depth (index 1
+    at the new depth, the others at the one before), and GPS Shogi's MultiPVWidth lines (no multipv token,
+    a line per root move, depth 4 printed in two passes)."""
+    stockfish = ["info depth 8 seldepth 10 multipv 1 score cp 37 nodes 15508 pv 7g7f 3c3d",
+                 "info depth 8 seldepth 10 multipv 2 score cp -62 nodes 15508 pv 2g2f 8c8d",
+                 "info depth 8 seldepth 10 multipv 3 score cp -107 nodes 15508 pv 5g5f 3c3d",
+                 "info depth 9 seldepth 11 multipv 1 score cp 95 lowerbound nodes 17000 pv 2g2f",
+                 "info depth 9 currmove 7g7f currmovenumber 1",
+                 "info depth 9 seldepth 11 multipv 1 score mate 3 nodes 20021 pv 6i7h 4a3b",
+                 "info depth 8 seldepth 10 multipv 2 score cp -62 nodes 20021 pv 2g2f 8c8d",
+                 "info depth 8 seldepth 10 multipv 3 score cp -107 nodes 20021 pv 5g5f 3c3d"]
+    assert final_lines(stockfish) == [("6i7h", MAX_CP - 300), ("2g2f", -62), ("5g5f", -107)]
+    assert final_lines(stockfish[:4]) == [("7g7f", 37), ("2g2f", -62), ("5g5f", -107)]
+    # an engine that prints each line as it finishes it: index 2 of depth 8 names index 1's move of depth 9
+    assert final_lines(stockfish[:3] + ["info depth 9 multipv 1 score cp 20 pv 2g2f"]) == [("2g2f", 20),
+                                                                                           ("5g5f", -107)]
+    # seen at go nodes 20000: index 2, left at depth 8, scored above index 1 of depth 9 (it failed low
+    # there): capped at index 1's score, so the engine's move keeps the top weight
+    inverted = ["info depth 8 multipv 1 score cp -150 pv 8d8e", "info depth 8 multipv 2 score cp -187 pv 7a6b",
+                "info depth 9 multipv 1 score cp -200 pv 8d8e", "info depth 8 multipv 2 score cp -187 pv 7a6b"]
+    assert final_lines(inverted) == [("8d8e", -200), ("7a6b", -200)]
+    gps = ["info depth 4 seldepth 6 time 513 score cp -99 nodes 155366 pv 9g9f 2b3c",
+           "info depth 4 seldepth 6 time 528 score cp -385 nodes 159020 pv 2h6h B*2g",
+           "info depth 4",
+           "info depth 4 seldepth 7 time 767 score cp -43 nodes 251191 pv 7i8h 7a6b",
+           "info depth 4 seldepth 7 time 776 score cp -77 nodes 254616 pv 9g9f 2b3c",
+           "info time 1146 nodes 396486 nps 345908",
+           "info depth 5 seldepth 8 time 1608 score cp -26 nodes 548950 pv 7i8h 7a6b",
+           "info depth 5 seldepth 8 time 1638 score cp -114 nodes 560186 pv 3i4h B*3c",
+           "info depth 5 seldepth 8 time 1674 score cp -49 nodes 570912 pv 2f2e 2b3c"]
+    assert final_lines(gps) == [("7i8h", -26), ("2f2e", -49), ("3i4h", -114)]
+    assert final_lines(gps[:5]) == [("7i8h", -43), ("9g9f", -77), ("2h6h", -385)]
+    assert final_lines(["info depth 1 score cp 10 upperbound pv 7g7f", "info string no score here"]) == []
 
 
 def test_teach_self_play_writes_known_labels_and_resumes(engine, tmp_path):
@@ -233,11 +321,8 @@ def test_gps_shogi_mates_then_recaptures():
     assert 0.3 < recapture.winrate < 0.7
 
 
-def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
-    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
-                            "train": {"batch_size": 16, "steps_per_generation": 3, "device": "cpu",
-                                      "holdout_fraction": 0.2, "val_lambda": 1.0, "log_every": 1}})
-    data = tmp_path / "teacher.hcpe3"
+def write_teacher_games(path: Path) -> None:
+    """Six games of 30 random plies, each ply labelled with three candidates and a random eval."""
     rng = np.random.default_rng(0)
     games = []
     for _ in range(6):
@@ -251,7 +336,15 @@ def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
             board.push_move16(int(picks[0]))
         game.result = BLACK_WIN
         games.append(game)
-    write_hcpe3(data, games)
+    write_hcpe3(path, games)
+
+
+def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
+    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+                            "train": {"batch_size": 16, "steps_per_generation": 3, "device": "cpu",
+                                      "holdout_fraction": 0.2, "val_lambda": 1.0, "log_every": 1}})
+    data = tmp_path / "teacher.hcpe3"
+    write_teacher_games(data)
 
     rd = RunDir.create(tmp_path / "run", cfg)
     path = warm_start(rd, cfg, [data], steps=3, progress=False)
@@ -269,6 +362,37 @@ def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
     assert load_model_file(other.model_path(0))[0].state_dict().keys() == model.state_dict().keys()
     with pytest.raises(DlzeroError, match="not both"):
         warm_start(RunDir.create(tmp_path / "run3", cfg), cfg, [source, data], progress=False)
+
+
+def test_the_warm_start_schedule_ends_with_the_warm_start(tmp_path, caplog):
+    """The warm start trains on train.supervised_lr_schedule (cosine by default), the generations after it
+    on the run's train.lr_schedule: a constant LR, not a cosine restarted at the top LR each generation."""
+    from dlzero.runfiles import TRAIN_CSV
+    from dlzero.train.generation import train_generation
+
+    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+                            "train": {"batch_size": 16, "steps_per_generation": 6, "reuse": 0, "device": "cpu",
+                                      "lr": 0.02, "holdout_fraction": 0.2, "log_every": 1,
+                                      "validation_set": "", "validation_positions": 0}})
+    assert (cfg.train.lr_schedule, cfg.train.supervised_lr_schedule) == ("constant", "cosine")
+    data = tmp_path / "teacher.hcpe3"
+    write_teacher_games(data)
+    rd = RunDir.create(tmp_path / "run", cfg)
+    with caplog.at_level("INFO", logger="dlzero.train"):
+        warm_start(rd, cfg, [data], steps=6, progress=False)
+        write_hcpe3(rd.data_dir_for(0) / "shard-000.hcpe3", selfplay_games(3, 20, seed=1))
+        assert train_generation(rd, cfg, progress=False).generation == 1
+
+    def lrs(metrics: Path) -> list[float]:
+        return [float(row["lr"]) for row in csv.DictReader(metrics.open())]
+
+    cosine = [0.02 * 0.5 * (1 + math.cos(math.pi * step / 6)) for step in range(6)]
+    assert lrs(rd.train_dir / "warm-start" / TRAIN_CSV) == pytest.approx(cosine, rel=1e-4)
+    assert lrs(rd.metrics_dir / TRAIN_CSV) == pytest.approx([0.02] * 6, rel=1e-4)
+    assert json.loads((rd.train_dir / "warm-start" / "report.json").read_text())["lr_schedule"] == "cosine"
+    messages = [r.getMessage() for r in caplog.records]
+    assert "supervised training: LR schedule cosine from 0.02 (train.supervised_lr_schedule)" in messages
+    assert "generation 1: LR schedule constant from 0.02 (train.lr_schedule)" in messages
 
 
 # ---------------------------------------------------------------- train.relabel: the run's own games

@@ -11,9 +11,10 @@ import cshogi
 import cshogi.dlshogi
 import pytest
 
-from dlzero.data.hcpe3 import read_hcpe3
+from dlzero.data.hcpe3 import read_hcpe3, read_sidecar
 from dlzero.position import parse_position, start_position
 from dlzero.teacher import PlaySettings, Query, TeachSettings, open_teacher, teach
+from dlzero.teacher.driver import parts_dir_of
 
 miniosl = pytest.importorskip("miniosl", reason="miniosl is not installed: pip install -e '.[teacher]' "
                                                 "(miniosl 0.1.6 is a wheel for Python 3.11)")
@@ -83,7 +84,9 @@ def test_teach_with_miniosl_writes_readable_hcpe3(tmp_path):
     report = teach(TeachSettings(teacher="onnx:miniosl;batch=4", positions=40, out=out, openings="startpos",
                                  play=PlaySettings(sample_plies=4, max_moves=40), part_games=4), progress=False)
     games = read_hcpe3(out)  # replays every move and candidate with cshogi
-    assert report.games == len(games) == 4 and report.positions == sum(len(g.moves) for g in games) >= 40
+    assert report.games == len(games) and report.positions == sum(len(g.moves) for g in games) >= 40
+    # parts are sized by the positions still wanted: the first plays one game (of up to 40 plies), not 4
+    assert read_sidecar(parts_dir_of(out) / "part-00000.hcpe3")["games"] == 1
     for game in games:
         assert all(len(m.candidates) for m in game.moves)
         assert game.result & 0x10 or game.result & 0x3  # the move cap (a draw) or a decisive game

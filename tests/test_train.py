@@ -286,7 +286,11 @@ def test_supervised_reports_holdout_accuracies(tmp_path):
     cfg = tiny_config(holdout_fraction=0.2)
     res = train_supervised([path], cfg, tmp_path / "sl.pt", steps=20, metrics_dir=tmp_path / "m",
                            progress=False)
-    assert res.train_positions + res.holdout_positions == n and res.holdout_positions > 0.1 * n
+    # whole games of 60 records held out; each one's start position is a training position too, not scored
+    split = res.split
+    assert split.source == "by game" and split.games == 6 and split.held_games >= 1
+    assert res.holdout_positions == 60 * split.held_games - split.unscored and split.unscored == split.held_games
+    assert res.train_positions == n - 60 * split.held_games
     for key in ("policy_acc", "value_acc"):
         assert 0.0 <= res.holdout[key] <= 1.0
     assert res.holdout["policy_loss"] > 0
@@ -336,8 +340,10 @@ def test_cli_train_on_a_run(base_run, tmp_path, capsys):
     with pytest.raises(DlzeroError, match="not a dlzero run"):
         args.func(parser.parse_args(["train", "--run", str(tmp_path / "nope")]))
     # a run trains on from its checkpoint
-    with pytest.raises(DlzeroError, match="--init and --minutes are for --hcpe mode"):
+    with pytest.raises(DlzeroError, match="--init, --minutes and --val are for --hcpe mode"):
         args.func(parser.parse_args(["train", "--run", str(rd.root), "--init", str(rd.model_path(1))]))
+    with pytest.raises(DlzeroError, match="--val are for --hcpe mode"):  # the loop scores its own held-out games
+        args.func(parser.parse_args(["train", "--run", str(rd.root), "--val", str(tmp_path / "v.hcpe")]))
 
 
 def test_adamw_bf16_and_fp16_on_cpu(base_run):

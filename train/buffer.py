@@ -6,7 +6,9 @@ Storage per position (about 45 bytes plus 6 per policy candidate):
     last_move  u16     move16 that leads from base_hcp to the training position (0: none known)
     ply        u16     plies played before the training position (drives the game-progress plane)
     repetitions u8     earlier occurrences of the position within the lookback (repetition planes 77-79)
-    value      f32     value target as a win rate for the side to move, in [0, 1]
+    value      f32     value target as a win rate for the side to move, in [0, 1]; NaN: none (a position of
+                       a game that hit the move cap, train.value_of_capped_games: drop), so the row trains
+                       the policy alone
     result     f32     game result for the side to move: 1 win, 0 loss, 0.5 draw (for value accuracy)
     policy     CSR     offsets (N+1) into labels (i16) and probs (f32): the sparse policy target (no entries:
                        a value-only position, train.value_plies)
@@ -58,11 +60,14 @@ class Batch:
     result: torch.Tensor  # (B,) float32 game result for the side to move (1, 0, 0.5)
     reply: torch.Tensor  # (B,) int64 label of the opponent's reply, -1 where there is none
     has_policy: torch.Tensor | None = None  # (B,) bool: the row has a policy target (None: every row has)
+    has_value: torch.Tensor | None = None  # (B,) bool: the row has a value target (None: every row has); `value`
+    # holds 1/2 where it has none, so that a loss masked by it stays finite
 
     def to(self, device: torch.device) -> Batch:
         """Copy to `device`. Blocking on purpose: the planes live in a buffer the next decode reuses."""
         return Batch(*(None if t is None else t.to(device) for t in (self.planes, self.policy, self.value,
-                                                                      self.result, self.reply, self.has_policy)))
+                                                                      self.result, self.reply, self.has_policy,
+                                                                      self.has_value)))
 
 
 class PositionBuffer:
@@ -162,6 +167,8 @@ class BatchDecoder:
         flat = np.repeat(starts - first, counts) + np.arange(counts.sum())
         policy = np.zeros((b, NUM_LABELS), dtype=np.float32)
         policy[rows, buf.labels[flat]] = buf.probs[flat]
-        return Batch(planes, torch.from_numpy(policy), torch.from_numpy(buf.value[idx]),
+        has_value = ~np.isnan(buf.value[idx])
+        value = np.where(has_value, buf.value[idx], np.float32(0.5))  # finite where the loss is masked off
+        return Batch(planes, torch.from_numpy(policy), torch.from_numpy(value),
                      torch.from_numpy(buf.result[idx]), torch.from_numpy(buf.reply[idx].astype(np.int64)),
-                     torch.from_numpy(counts > 0))
+                     torch.from_numpy(counts > 0), torch.from_numpy(has_value))

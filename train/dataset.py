@@ -7,7 +7,8 @@ the run, where `window` grows sublinearly with everything self-play has produced
 
 so early generations, whose data comes from weak nets, drop out fast, while late ones keep a large
 and diverse window. Shards are read newest first until the window is filled (the oldest shard in
-it contributes its newest games only). A corrupt shard is skipped with a warning naming it.
+it contributes its newest games only). A corrupt shard is skipped with a warning naming it, also one
+that rotted in place after it was counted (found when the window is loaded: the window is planned again).
 
 Which plies are positions: only plies with visit counts (`candidateNum > 0`, the full searches).
 Others (random opening plies, forced moves, cheap searches under playout cap randomisation) are
@@ -26,6 +27,12 @@ takes the search's win rate instead of 0.5 (a draw says little about who stood b
 The window and `train.reuse` count every row, value-only ones included (as KataGo counts rows): at
 `selfplay.full_search_prob` 0.25 a game gives about four times the rows, so the same training steps
 need about a quarter of the reuse.
+
+Move-capped games (result flag FLAG_MAX_MOVES): a game stopped at the move cap has no result, and a
+draw's 1/2 on each of its positions would teach the value head that long games are even whatever the
+board says. With `train.value_of_capped_games: drop` (the default; dlshogi's self-play leaves such games
+out) their positions keep their policy targets and get no value target (NaN in the buffer, masked in
+the loss, train.buffer), and a value-only row of such a game is no row at all; `draw` keeps the 1/2.
 
 Teacher data (`train.teacher_data`, `train.teacher_fraction` > 0): the positions of the teacher files
 are appended to the window, after its self-play positions, and `train.teacher_fraction` of every
@@ -57,6 +64,7 @@ from dlzero.config import TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
 from dlzero.data.hcpe3 import (
+    FLAG_MAX_MOVES,
     Hcpe3Game,
     MoveRecord,
     TrainingPosition,
@@ -64,6 +72,7 @@ from dlzero.data.hcpe3 import (
     iter_training_positions,
     read_hcpe3,
 )
+from dlzero.data.jsonfile import read_json
 from dlzero.encoding import labels_of, repetition_count
 from dlzero.errors import ConfigError, DataError, RunDirError
 from dlzero.rundir import RunDir
@@ -86,9 +95,9 @@ def window_size(total: int, cfg: TrainConfig) -> int:
 
 
 def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str = "",
-                      value_plies: str = "full") -> PositionBuffer:
+                      value_plies: str = "full", capped: str = "drop") -> PositionBuffer:
     """The training positions of `games` (plies with visit counts; with `value_plies` "searched" every
-    searched ply, see the module docstring), in game and ply order.
+    searched ply, see the module docstring), in game and ply order. `capped`: `train.value_of_capped_games`.
 
     Policy target: visit counts normalised over the candidates, labelled from the side to move (none for
     a value-only ply).
@@ -99,12 +108,14 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
     searched = _searched(value_plies)
     base_hcp, last_move, ply, value_z, evals, counts, labels, probs, reps = [], [], [], [], [], [], [], [], []
     reply: list[int] = []
+    no_value: list[bool] = []
     for g, game in enumerate(games):
         prev_hcp, prev_move = None, 0
         board = game.start_board()  # the whole history, for the repetition planes (train.buffer)
+        dropped = value_dropped(game, capped)
         for pos in iter_training_positions(game):
             full = _has_policy(pos)
-            if _is_row(pos, searched):
+            if _is_row(pos, searched and not dropped):
                 visits = pos.candidates[:, 1].astype(np.float64)
                 lab = labels_of(pos.candidates[:, 0], pos.turn) if full else np.zeros(0, np.int64)
                 if (lab < 0).any():
@@ -119,6 +130,7 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
                 labels.append(lab)
                 probs.append(visits / visits.sum() if full else np.zeros(0))
                 reply.append(_reply_label(game, pos.ply, pos.turn))
+                no_value.append(dropped)
             prev_hcp, prev_move = pos.hcp, pos.move16
             board.push_move16(pos.move16)
     if not base_hcp:
@@ -126,10 +138,22 @@ def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str
     value = value_target(value_z, evals, val_lambda)
     if searched:
         value = searched_value_target(value, np.array(value_z), np.array(evals))
+    value[np.array(no_value)] = np.nan
     return PositionBuffer(
         np.stack(base_hcp), np.array(last_move), np.array(ply), value,
         np.array(value_z), np.concatenate([[0], np.cumsum(counts)]), np.concatenate(labels),
         np.concatenate(probs), np.array(reps), np.array(reply))
+
+
+def _capped_check(capped: str) -> None:
+    if capped not in ("drop", "draw"):
+        raise ConfigError(f"train.value_of_capped_games must be 'drop' or 'draw', not {capped!r}")
+
+
+def value_dropped(game: Hcpe3Game, capped: str) -> bool:
+    """Whether `game`'s positions get no value target: it hit the move cap and `capped` is "drop"."""
+    _capped_check(capped)
+    return capped == "drop" and bool(game.result & FLAG_MAX_MOVES)
 
 
 def _has_policy(ply: MoveRecord | TrainingPosition) -> bool:
@@ -166,10 +190,16 @@ def _reply_label(game: Hcpe3Game, ply: int, turn: int) -> int:
     return int(labels_of(np.array([game.moves[ply + 1].move16]), 1 - turn)[0])
 
 
-def count_positions(games: list[Hcpe3Game], value_plies: str = "full") -> int:
-    """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
+def rows_per_game(games: list[Hcpe3Game], value_plies: str = "full", capped: str = "drop") -> np.ndarray:
+    """Training positions of each game, by the rule of `buffer_from_games` (without replaying)."""
     searched = _searched(value_plies)
-    return sum(1 for game in games for m in game.moves if _is_row(m, searched))
+    return np.array([sum(1 for m in game.moves if _is_row(m, searched and not value_dropped(game, capped)))
+                     for game in games], dtype=np.int64)
+
+
+def count_positions(games: list[Hcpe3Game], value_plies: str = "full", capped: str = "drop") -> int:
+    """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
+    return int(rows_per_game(games, value_plies, capped).sum())
 
 
 # ---------------------------------------------------------------- the replay window
@@ -227,14 +257,17 @@ class _ShardCounts:
     @classmethod
     def load(cls, path: Path) -> _ShardCounts:
         try:
-            entries = json.loads(path.read_text()) if path.is_file() else {}
-        except (OSError, ValueError):
+            entries = read_json(path) if path.is_file() else {}
+        except (OSError, DataError):
             entries = {}  # a cache: rebuilt when unreadable
         return cls(path, entries if isinstance(entries, dict) else {})
 
     def get(self, rel: str, stamp: list[int | str]) -> dict | None:
         entry = self.entries.get(rel)
-        return entry if isinstance(entry, dict) and entry.get("stamp") == stamp else None
+        if not isinstance(entry, dict) or entry.get("stamp") != stamp:
+            return None
+        sound = isinstance(entry.get("error"), str) or all(type(entry.get(k)) is int for k in ("games", "positions"))
+        return entry if sound else None  # an entry edited by hand is counted again
 
     def put(self, rel: str, stamp: list[int | str], **values: object) -> None:
         self.entries[rel] = {"stamp": stamp, **values}
@@ -258,6 +291,7 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
     source = RELABELLED_DIR if cfg.relabel else DATA_DIR
     loaded: dict[str, PositionBuffer] = {}
     sizes: list[tuple[str, int]] = []
+    stamps: dict[str, list[int | str]] = {}
     total_games = total = 0
     waiting = 0
     for shard in shards:
@@ -267,16 +301,21 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
             waiting += 1
             continue
         try:  # counts depend on the rule too: a run that changes train.value_plies counts its shards again
-            stamp = [*_stamp(path), *([] if cfg.value_plies == "full" else [cfg.value_plies])]
+            # (and, under "searched", train.value_of_capped_games: a capped game's value-only plies are no rows)
+            stamp = [*_stamp(path), *([] if cfg.value_plies == "full" else [cfg.value_plies,
+                                                                            cfg.value_of_capped_games])]
         except FileNotFoundError:  # removed since it was listed
             continue
+        stamps[rel] = stamp
         entry = counts.get(rel, stamp)
         if entry is None:
             try:
                 games = read_hcpe3(path)
                 if total < cfg.window_max:  # likely inside the window: keep the positions, not just the count
-                    loaded[rel] = buffer_from_games(games, cfg.val_lambda, str(path), cfg.value_plies)
-                n = len(loaded[rel]) if rel in loaded else count_positions(games, cfg.value_plies)
+                    loaded[rel] = buffer_from_games(games, cfg.val_lambda, str(path), cfg.value_plies,
+                                                    cfg.value_of_capped_games)
+                n = len(loaded[rel]) if rel in loaded else count_positions(games, cfg.value_plies,
+                                                                          cfg.value_of_capped_games)
                 entry = {"games": len(games), "positions": n}
             except DataError as exc:
                 entry = {"error": str(exc)}
@@ -307,39 +346,50 @@ def build_window(rd: RunDir, cfg: TrainConfig, shards: list[Path] | None = None)
         if not cfg.teacher_data:
             raise ConfigError(f"train.teacher_fraction is {cfg.teacher_fraction:g} but train.teacher_data lists no "
                               "teacher files (`dlzero loop --init-from F.hcpe3` lists F)")
-        plan.teacher = [(e, len(teacher_buffer(rd, e, cfg.val_lambda))) for e in cfg.teacher_data]
+        plan.teacher = [(e, len(teacher_buffer(rd, e, cfg.val_lambda, cfg.value_of_capped_games)))
+                        for e in cfg.teacher_data]
         plan.teacher_fraction = cfg.teacher_fraction
         if not sum(n for _, n in plan.teacher):
             raise DataError(", ".join(cfg.teacher_data), None, "no training positions in the teacher data")
-    return load_window(rd, plan, cfg.val_lambda, loaded, cfg.value_plies), plan
+    try:
+        return load_window(rd, plan, cfg.val_lambda, loaded, cfg.value_plies, cfg.value_of_capped_games), plan
+    except DataError as exc:  # a shard counted before that has rotted in place since (same size and mtime)
+        rotten = next((rel for rel, _ in plan.shards if exc.path == str(rd.root / source / rel)), None)
+        if rotten is None:
+            raise
+        log.warning("skipping corrupt shard %s: %s", exc.path, exc.reason)
+        counts.put(rotten, stamps[rotten], error=str(exc))  # skipped from now on, as one found when counted
+        counts.save({p.relative_to(rd.data_dir).as_posix() for p in shards})
+        return build_window(rd, cfg, shards)  # planned again without it
 
 
-def load_window(rd: RunDir, plan: WindowPlan, val_lambda: float,
-                loaded: dict[str, PositionBuffer] | None = None, value_plies: str = "full") -> PositionBuffer:
+def load_window(rd: RunDir, plan: WindowPlan, val_lambda: float, loaded: dict[str, PositionBuffer] | None = None,
+                value_plies: str = "full", capped: str = "drop") -> PositionBuffer:
     """The buffer a plan describes, oldest shard first. A shard that is now unreadable is a DataError.
-    `value_plies` applies to the self-play shards; teacher files keep their labelled plies."""
+    `value_plies` applies to the self-play shards; teacher files keep their labelled plies. `capped`:
+    `train.value_of_capped_games`, for both."""
     parts = []
     for rel, take in reversed(plan.shards):
         buf = (loaded or {}).get(rel)
         if buf is None:
             path = rd.root / plan.source / rel
-            buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path), value_plies)
+            buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path), value_plies, capped)
         if len(buf) < take:
             raise DataError(str(rd.root / plan.source / rel), None,
                             f"holds {len(buf)} positions, the plan expects {take}")
         parts.append(buf.tail(take))
     for entry, n in plan.teacher:
-        buf = teacher_buffer(rd, entry, val_lambda)
+        buf = teacher_buffer(rd, entry, val_lambda, capped)
         if len(buf) != n:
             raise DataError(str(teacher_path(rd, entry)), None, f"holds {len(buf)} positions, the plan expects {n}")
         parts.append(buf)
     return PositionBuffer.concat(parts)
 
 
-_TEACHER_CACHE: dict[str, tuple[tuple, PositionBuffer]] = {}  # resolved path -> (stamp and λ, positions)
+_TEACHER_CACHE: dict[str, tuple[tuple, PositionBuffer]] = {}  # resolved path -> (stamp, λ, capped; positions)
 
 
-def teacher_buffer(rd: RunDir, entry: str, val_lambda: float) -> PositionBuffer:
+def teacher_buffer(rd: RunDir, entry: str, val_lambda: float, capped: str = "drop") -> PositionBuffer:
     """The training positions of a `train.teacher_data` file (hcpe3 or hcpe).
 
     Kept in memory while the file is unchanged: the async loop trains every generation in one process,
@@ -347,14 +397,14 @@ def teacher_buffer(rd: RunDir, entry: str, val_lambda: float) -> PositionBuffer:
     """
     path = teacher_path(rd, entry)
     key = str(path.resolve())
-    stamp = (*_stamp(path), val_lambda)
+    stamp = (*_stamp(path), val_lambda, capped)
     cached = _TEACHER_CACHE.get(key)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     if path.suffix == ".hcpe3":
-        buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path))
+        buf = buffer_from_games(read_hcpe3(path), val_lambda, str(path), capped=capped)
     else:
-        buf = load_hcpe([path], val_lambda)
+        buf = load_hcpe([path], val_lambda, capped)
     _TEACHER_CACHE[key] = (stamp, buf)
     return buf
 
@@ -362,12 +412,15 @@ def teacher_buffer(rd: RunDir, entry: str, val_lambda: float) -> PositionBuffer:
 # ---------------------------------------------------------------- hcpe (supervised)
 
 
-def buffer_from_hcpe(records: np.ndarray, val_lambda: float) -> PositionBuffer:
+def buffer_from_hcpe(records: np.ndarray, val_lambda: float, capped: str = "drop") -> PositionBuffer:
     """hcpe records as positions: one-hot policy on bestMove16; value from gameResult blended with eval.
 
     Records with every eval 0 carry no evals at all (game records imported from CSA/KIF), so their
     value target is the game result alone: blending in sigmoid(0) would pull every target to 0.5.
+    A record flagged as a move-capped game (hcpe2's FLAG_MAX_MOVES) has no value target when `capped`
+    (`train.value_of_capped_games`) is "drop".
     """
+    _capped_check(capped)
     if not records["eval"].any():
         val_lambda = 0.0
     hcp = records["hcp"]
@@ -376,26 +429,13 @@ def buffer_from_hcpe(records: np.ndarray, val_lambda: float) -> PositionBuffer:
     z = np.where(winner == 0, 0.5, np.where(winner == turn + 1, 1.0, 0.0))
     n = len(records)
     labels = labels_of(records["bestMove16"].astype(np.int64) & 0xFFFF, turn)
-    return PositionBuffer(hcp, np.zeros(n), np.zeros(n), value_target(z, records["eval"], val_lambda), z,
-                          np.arange(n + 1), labels, np.ones(n))
+    value = value_target(z, records["eval"], val_lambda)
+    if capped == "drop":
+        value[(records["gameResult"] & FLAG_MAX_MOVES) != 0] = np.nan
+    return PositionBuffer(hcp, np.zeros(n), np.zeros(n), value, z, np.arange(n + 1), labels, np.ones(n))
 
 
-def load_hcpe(paths: Iterable[str | Path], val_lambda: float) -> PositionBuffer:
+def load_hcpe(paths: Iterable[str | Path], val_lambda: float, capped: str = "drop") -> PositionBuffer:
     """Every record of the given hcpe files (validated; a corrupt file is a DataError naming it)."""
-    return PositionBuffer.concat([buffer_from_hcpe(read_hcpe(p), val_lambda) for p in paths])  # λ per file
+    return PositionBuffer.concat([buffer_from_hcpe(read_hcpe(p), val_lambda, capped) for p in paths])  # λ per file
 
-
-def holdout_mask(buf: PositionBuffer, fraction: float, seed: int) -> np.ndarray:
-    """Boolean mask of held-out positions, about `fraction` of them, chosen by a seeded hash of the hcp.
-
-    Hashing the position (not its index) keeps every copy of a position on one side of the split:
-    opening positions recur in many games and would otherwise be memorised and "predicted".
-    Neighbouring positions of one game can still fall on both sides (hcpe has no game ids).
-    """
-    words = buf.base_hcp.view(np.uint64).reshape(len(buf), 4)
-    with np.errstate(over="ignore"):  # uint64 arithmetic wraps on purpose
-        h = np.full(len(buf), np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1), dtype=np.uint64)
-        for k in range(4):
-            h = (h ^ words[:, k]) * np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(31)
-    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53) < fraction

@@ -105,7 +105,8 @@ def _window(rd: RunDir, cfg: Config, info: distributed.DistInfo,
     if "error" in msg:
         raise RunDirError(msg["error"])
     plan = WindowPlan.from_dict(msg["plan"])
-    return load_window(rd, plan, cfg.train.val_lambda, value_plies=cfg.train.value_plies), plan
+    return load_window(rd, plan, cfg.train.val_lambda, value_plies=cfg.train.value_plies,
+                       capped=cfg.train.value_of_capped_games), plan
 
 
 def steps_for(new_positions: int, cfg: Config, teacher_per_batch: int = 0) -> int:
@@ -139,7 +140,7 @@ def _validate_new_games(rd: RunDir, cfg: Config, generation: int, step: int, dev
     try:
         if new and cfg.train.validation_positions:
             held = held_out("next", f"+{generation_name(generation)}", read_games(new),
-                            cfg.train.validation_positions, seed=generation)
+                            cfg.train.validation_positions, seed=generation, capped=cfg.train.value_of_capped_games)
             models = []
             latest = rd.latest_generation()
             if latest is not None:
@@ -160,7 +161,7 @@ def validate_on_fixed_set(rd: RunDir, cfg: Config, generation: int, step: int, d
     if not (cfg.train.validation_set and cfg.train.validation_positions):
         return
     try:
-        held = fixed_set(cfg.train.validation_set, cfg.train.validation_positions)
+        held = fixed_set(cfg.train.validation_set, cfg.train.validation_positions, cfg.train.value_of_capped_games)
         if held is not None:
             validate_models([(generation_name(generation), rd.model_path(generation))], [held],
                             ValidationLog(rd.metrics_dir), step, device)
@@ -187,7 +188,8 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
         log.info("resuming generation %d at step %d of %d", seg.generation, seg.step, seg.steps)
         plan = WindowPlan.from_dict(seg.plan)
         try:
-            buf = load_window(rd, plan, cfg.train.val_lambda, value_plies=cfg.train.value_plies)
+            buf = load_window(rd, plan, cfg.train.val_lambda, value_plies=cfg.train.value_plies,
+                              capped=cfg.train.value_of_capped_games)
         except DataError as exc:
             log.warning("cannot reload the interrupted generation's window (%s); choosing a new one", exc)
             buf, plan = _window(rd, cfg, info)
@@ -209,6 +211,9 @@ def train_generation(rd: RunDir, cfg: Config, steps: int | None = None, progress
         seg = Segment(generation, steps,
                       segment_seed(cfg.train.seed, generation), plan=plan.to_dict(),
                       parent=Path(best.model).stem if best else None)
+    if info.is_main:  # the run's own schedule: a warm start's is train.supervised_lr_schedule
+        log.info("generation %d: LR schedule %s from %g (train.lr_schedule)", seg.generation,
+                 cfg.train.lr_schedule, cfg.train.lr)
     metrics = MetricsLog(rd.metrics_dir, trainer.global_step) if info.is_main else None
     try:
         summary = trainer.fit(buf, seg, ckpt_path, metrics, progress, sampler=plan.sampler(seg.seed))

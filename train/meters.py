@@ -17,7 +17,7 @@ from dlzero.data.atomic import atomic_write_text
 from dlzero.runfiles import TENSORBOARD_DIR, TRAIN_COLUMNS, TRAIN_CSV
 
 _SUMS = ("policy_loss", "value_loss", "policy_correct", "samples", "value_correct", "decisive", "reply_loss",
-         "replies", "policies")
+         "replies", "policies", "values")
 
 
 class Meter:
@@ -29,19 +29,20 @@ class Meter:
     def add(self, policy_loss: torch.Tensor, value_loss: torch.Tensor, policy_correct: torch.Tensor,
             samples: int, value_correct: torch.Tensor, decisive: torch.Tensor,
             reply_loss: torch.Tensor | None = None, replies: torch.Tensor | None = None,
-            policies: torch.Tensor | None = None) -> None:
+            policies: torch.Tensor | None = None, values: torch.Tensor | None = None) -> None:
         """Per-batch sums: losses summed over samples, counts of correct predictions; the reply head's
         cross-entropy summed over the samples that have a reply (`replies` of them), when it is trained;
-        `policies`: the samples with a policy target (default: all; train.value_plies adds value-only ones)."""
+        `policies`: the samples with a policy target (default: all; train.value_plies adds value-only ones);
+        `values`: those with a value target (default: all; a move-capped game's have none)."""
         zero = torch.zeros((), dtype=torch.float64, device=self.sums.device)
+        every = torch.tensor(float(samples), dtype=torch.float64, device=self.sums.device)
         part = torch.stack([policy_loss.detach().double(), value_loss.detach().double(),
-                            policy_correct.double(), torch.tensor(float(samples), dtype=torch.float64,
-                                                                  device=self.sums.device),
+                            policy_correct.double(), every,
                             value_correct.double(), decisive.double(),
                             zero if reply_loss is None else reply_loss.detach().double(),
                             zero if replies is None else replies.double(),
-                            torch.tensor(float(samples), dtype=torch.float64, device=self.sums.device)
-                            if policies is None else policies.double()])
+                            every if policies is None else policies.double(),
+                            every if values is None else values.double()])
         self.sums += part
 
     def totals(self) -> dict[str, float]:
@@ -55,17 +56,18 @@ class Meter:
         full = list(values)[: len(_SUMS)] + [0.0] * max(len(_SUMS) - len(values), 0)
         if len(values) <= _SUMS.index("policies"):  # before value-only samples every sample had a policy
             full[_SUMS.index("policies")] = full[_SUMS.index("samples")]
+        if len(values) <= _SUMS.index("values"):  # before move-capped games were dropped every sample had a value
+            full[_SUMS.index("values")] = full[_SUMS.index("samples")]
         self.sums.copy_(torch.tensor(full, dtype=torch.float64))
 
 
 def summarise(totals: dict[str, float]) -> dict[str, float]:
-    """Means from sums: value loss per sample, policy loss and top-1 per sample with a policy target, value
-    sign accuracy on decisive games."""
-    n = max(totals["samples"], 1.0)
+    """Means from sums: value loss per sample with a value target, policy loss and top-1 per sample with a
+    policy target, value sign accuracy on decisive games."""
     n_policy = max(totals["policies"], 1.0)
     return {
         "policy_loss": totals["policy_loss"] / n_policy,
-        "value_loss": totals["value_loss"] / n,
+        "value_loss": totals["value_loss"] / totals["values"] if totals["values"] else float("nan"),
         "policy_acc": totals["policy_correct"] / n_policy,
         "value_acc": totals["value_correct"] / totals["decisive"] if totals["decisive"] else float("nan"),
         "samples": totals["samples"],

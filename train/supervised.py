@@ -1,12 +1,14 @@
 """Supervised training from hcpe files (game records imported with `dlzero import-records`) and hcpe3
 files (teacher data from `dlzero teach`), and the warm start of a run from either.
 
-Positions are split by a seeded hash of the position into training and held-out sets
-(`train.holdout_fraction`); the model trains `steps` steps on the first and is scored on the second:
-policy top-1 accuracy against the recorded move, value accuracy (sign of v against the game result,
-decisive games only) and both losses. The targets are those of self-play training: a one-hot
-policy for hcpe, the visit counts (a teacher's soft policy) for hcpe3, whose games also give the
-history planes, so a supervised model can seed a run or serve as a baseline.
+Whole games are held out (`train.holdout_fraction` of them, by a seeded hash of each game: see
+train.holdout), or the files of `train.val_files` are the held-out set; the model trains `steps` steps
+on the rest and is scored on the held-out positions: policy top-1 accuracy against the recorded move,
+value loss and accuracy (sign of v, decisive games only) against the game result alone, as the loop's
+held-out validation scores them, and `value_loss_target` against the training target (the result
+blended with the teacher's eval). The targets are those of self-play training: a one-hot policy for
+hcpe, the visit counts (a teacher's soft policy) for hcpe3, whose games also give the history planes,
+so a supervised model can seed a run or serve as a baseline.
 
 Warm start (`warm_start`, `dlzero loop --init-from`): a run's generation 0 is trained from teacher
 data (or copied from a model file) and promoted, so self-play begins from what the teacher knows
@@ -31,6 +33,7 @@ import numpy as np
 
 from dlzero.config import Config, TrainConfig
 from dlzero.data.atomic import atomic_write_text
+from dlzero.data.hcpe import read_hcpe
 from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3
 from dlzero.errors import ConfigError, DataError, ModelFileError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, new_model, save_model
@@ -39,8 +42,9 @@ from dlzero.train import distributed
 from dlzero.train.budget import UNTIMED_STEPS
 from dlzero.train.buffer import PositionBuffer
 from dlzero.train.checkpoint import load_checkpoint
-from dlzero.train.dataset import buffer_from_games, holdout_mask, load_hcpe
+from dlzero.train.dataset import buffer_from_games, buffer_from_hcpe, rows_per_game
 from dlzero.train.generation import segment_seed
+from dlzero.train.holdout import HoldoutReport, game_keys, record_game_keys, split_games, unseen
 from dlzero.train.meters import MetricsLog
 from dlzero.train.trainer import Segment, Trainer, evaluate
 
@@ -54,7 +58,9 @@ class SupervisedResult:
     train_positions: int
     holdout_positions: int
     train_metrics: dict[str, float]  # last logged interval of training
-    holdout: dict[str, float]  # policy_loss, value_loss, policy_acc, value_acc on the held-out set (rank 0)
+    holdout: dict[str, float]  # policy_loss, value_loss, policy_acc, value_acc (against the result alone) and
+    # value_loss_target (against the blended target) on the held-out set (rank 0)
+    split: HoldoutReport | None = None  # what was held out
 
 
 log = logging.getLogger(__name__)
@@ -66,15 +72,62 @@ def checkpoint_path(out: Path) -> Path:
     return out.with_name(out.name + ".ckpt")
 
 
-def load_supervised(paths: Sequence[str | Path], val_lambda: float) -> PositionBuffer:
-    """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated."""
-    parts = []
+@dataclass
+class Labelled:
+    """The positions of supervised files, each with the key of its game (train.holdout)."""
+
+    buf: PositionBuffer
+    keys: np.ndarray  # uint64 per position
+    loose: list[str]  # hcpe files whose records do not follow one another as games
+
+
+def load_labelled(paths: Sequence[str | Path], val_lambda: float, capped: str = "drop") -> Labelled:
+    """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated, with their
+    games' keys; `capped`: `train.value_of_capped_games`."""
+    parts, keys, loose = [], [], []
     for path in paths:
         if str(path).endswith(SHARD_SUFFIX):
-            parts.append(buffer_from_games(read_hcpe3(path), val_lambda, str(path)))
+            games = read_hcpe3(path)
+            parts.append(buffer_from_games(games, val_lambda, str(path), capped=capped))
+            keys.append(np.repeat(game_keys(games), rows_per_game(games, capped=capped)))
         else:
-            parts.append(load_hcpe([path], val_lambda))
-    return PositionBuffer.concat(parts)
+            records = read_hcpe(path)
+            parts.append(buffer_from_hcpe(records, val_lambda, capped))
+            run_keys, runs = record_game_keys(records)
+            keys.append(run_keys)
+            if len(records) >= 2 and runs > len(records) // 2:  # most "games" a record or two long
+                loose.append(str(path))
+    return Labelled(PositionBuffer.concat(parts), np.concatenate(keys or [np.zeros(0, np.uint64)]), loose)
+
+
+def load_supervised(paths: Sequence[str | Path], val_lambda: float, capped: str = "drop") -> PositionBuffer:
+    """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated."""
+    return load_labelled(paths, val_lambda, capped).buf
+
+
+def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, PositionBuffer,
+                                                                                 HoldoutReport]:
+    """(training positions, held-out positions, what was held out) of `paths`: whole games held out of them,
+    or the files of `train.val_files` as the held-out set (train.holdout); held-out positions that are
+    also training positions are left out."""
+    data = load_labelled(paths, train.val_lambda, train.value_of_capped_games)
+    if train.val_files:
+        val = load_labelled(train.val_files, train.val_lambda, train.value_of_capped_games)
+        train_buf, hold_buf, loose = data.buf, val.buf, []
+        games = held_games = len(np.unique(val.keys))
+        source = ", ".join(train.val_files)
+    else:
+        split = split_games(data.keys, train.holdout_fraction, train.seed)
+        train_buf, hold_buf = data.buf.subset(np.flatnonzero(~split.held)), data.buf.subset(np.flatnonzero(split.held))
+        games, held_games, source, loose = split.games, split.held_games, "by game", data.loose
+    scored = unseen(hold_buf, train_buf)
+    note = ""
+    if loose:
+        note = (f"the records of {', '.join(loose)} do not follow one another as games (shuffled?), so held-out "
+                "positions have trained game-mates: give a separate held-out file (--val, train.val_files)")
+        log.warning("%s", note)
+    report = HoldoutReport(source, games, held_games, int(scored.sum()), int((~scored).sum()), note)
+    return train_buf, hold_buf.subset(np.flatnonzero(scored)), report
 
 
 def load_matching_model(path: str | Path, cfg: Config) -> tuple[PolicyValueNet, ModelMetadata]:
@@ -92,12 +145,14 @@ def start_model(init: str | Path | None, cfg: Config) -> PolicyValueNet:
 
 
 def supervised_train_config(train: TrainConfig) -> TrainConfig:
-    """The training settings for teacher data or records: `supervised_value_weight` replaces
-    `value_weight` when set (>= 0). A config tuned for self-play (tiny: 0.25, so that a small window's
-    results are not memorised) would otherwise underweight the value head on a large labelled set."""
-    if train.supervised_value_weight < 0:
-        return train
-    return dataclasses.replace(train, value_weight=train.supervised_value_weight)
+    """The training settings for teacher data or records: `supervised_lr_schedule` replaces `lr_schedule`,
+    and `supervised_value_weight` replaces `value_weight` when set (>= 0). A config tuned for self-play
+    (tiny: value weight 0.25, so that a small window's results are not memorised) would otherwise
+    underweight the value head on a large labelled set; and the schedule has a key of its own because a
+    warm start's `--set train.lr_schedule=cosine` stayed in the run's config, so every self-play
+    generation after it restarted a cosine from the top LR."""
+    value_weight = train.value_weight if train.supervised_value_weight < 0 else train.supervised_value_weight
+    return dataclasses.replace(train, lr_schedule=train.supervised_lr_schedule, value_weight=value_weight)
 
 
 def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, steps: int | None = None,
@@ -111,15 +166,18 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
     out = Path(out)
     info = distributed.current()
     device = distributed.train_device(cfg.train.device, info)
-    buf = load_supervised(hcpe, cfg.train.val_lambda)
-    held = holdout_mask(buf, cfg.train.holdout_fraction, cfg.train.seed)
-    train_buf, hold_buf = buf.subset(np.flatnonzero(~held)), buf.subset(np.flatnonzero(held))
+    train_buf, hold_buf, split = split_supervised(hcpe, cfg.train)
     if not len(train_buf):
-        raise DataError(", ".join(map(str, hcpe)), None, f"no training positions ({len(buf)} in all, "
-                        f"{len(hold_buf)} held out)")
+        raise DataError(", ".join(map(str, hcpe)), None, f"no training positions ({split})")
+    if info.is_main:
+        log.info("%s", split)
     ckpt = checkpoint_path(out)
     payload = load_checkpoint(ckpt, cfg.model) if ckpt.is_file() else None
-    trainer = Trainer(start_model(init, cfg), supervised_train_config(cfg.train), device, info)
+    train_cfg = supervised_train_config(cfg.train)
+    if info.is_main:
+        log.info("supervised training: LR schedule %s from %g (train.supervised_lr_schedule)",
+                 train_cfg.lr_schedule, train_cfg.lr)
+    trainer = Trainer(start_model(init, cfg), train_cfg, device, info)
     seed = segment_seed(cfg.train.seed, 0)
     if minutes is not None:
         seg = Segment(0, UNTIMED_STEPS, seed, seconds=minutes * 60.0)
@@ -142,7 +200,7 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
         ckpt.unlink(missing_ok=True)
         if len(hold_buf):
             holdout = evaluate(model, hold_buf, cfg.train.batch_size, device)
-    return SupervisedResult(out, seg.steps, len(train_buf), len(hold_buf), summary, holdout)
+    return SupervisedResult(out, seg.steps, len(train_buf), len(hold_buf), summary, holdout, split)
 
 
 def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: int | None = None,
@@ -180,8 +238,9 @@ def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: in
         holdout = {k: v for k, v in res.holdout.items() if math.isfinite(v)}  # NaN: a loss with no targets
         atomic_write_text(staging_dir / "report.json", json.dumps(
             {"sources": [str(s) for s in sources], "steps": res.steps, "minutes": minutes,
-             "train_positions": res.train_positions,
-             "holdout_positions": res.holdout_positions, "holdout": holdout}, indent=1) + "\n")
+             "lr_schedule": cfg.train.supervised_lr_schedule,
+             "train_positions": res.train_positions, "holdout_positions": res.holdout_positions,
+             "holdout_split": str(res.split), "holdout": holdout}, indent=1) + "\n")
         os.replace(staging, target)
         log.info("warm start: generation 0 trained %d steps on %d positions; held out (%d): %s", res.steps,
                  res.train_positions, res.holdout_positions,

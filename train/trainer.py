@@ -6,7 +6,8 @@ Losses (dlshogi's, adapted to a tanh value head):
     value   BCE-with-logits of the raw value logit: win rate q = sigmoid(2x) = (tanh(x) + 1) / 2
             against the blended target (1 - λ)·z + λ·sigmoid(eval / 756); loss = policy + w·value
             (w = `value_weight`: below 1 the value head memorises a small window's results less),
-            weight decay in the optimiser
+            weight decay in the optimiser; a row without a value target (a move-capped game's,
+            `value_of_capped_games: drop`) adds no value loss
 
 Why BCE-with-logits on the logit x, not BCE on the tanh output: both are the same function where
 tanh is not saturated, but once tanh(x) rounds to exactly +-1 (|x| >= ~9 in fp32, ~4 in bf16) BCE
@@ -26,9 +27,11 @@ on a 2-core AVX512_BF16 CPU (docs/benchmarks/train-speed.md). Model files are fp
 
 Schedule: `lr` constant, or cosine from `lr` towards 0 over each segment (a generation in the loop,
 the whole run in supervised mode, so each candidate is taken at a low LR), times a linear warmup over
-the first `warmup_steps` steps of the whole run. The LR is a pure function of the step counters in
-the checkpoint, so the schedule needs no state of its own. A supervised segment can be given in minutes
-instead of steps: it times its first steps and then fixes its length (dlzero.train.budget).
+the first `warmup_steps` steps of the whole run. The loop's generations take `train.lr_schedule`,
+supervised training (a warm start, `dlzero train --hcpe`) `train.supervised_lr_schedule`. The LR is
+a pure function of the step counters in the checkpoint, so the schedule needs no state of its own. A
+supervised segment can be given in minutes instead of steps: it times its first steps and then fixes
+its length (dlzero.train.budget).
 
 Determinism: with a fixed seed and dataset on the CPU, a run resumed from a checkpoint takes exactly
 the steps an uninterrupted run takes (the sampler is a function of seed and cursor; model, optimiser,
@@ -44,7 +47,7 @@ import logging
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,17 +129,31 @@ def value_loss(value_logit: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(2.0 * value_logit, target, reduction="none")
 
 
+def masked_value_loss(value_logit: torch.Tensor, target: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Per-sample `value_loss` against `target`, 0 on the rows of `batch` without a value target."""
+    loss = value_loss(value_logit, target)
+    return loss if batch.has_value is None else loss * batch.has_value
+
+
+def value_rows(batch: Batch) -> torch.Tensor | None:
+    """Rows of `batch` with a value target (None: every row), the count the value loss is averaged over."""
+    return None if batch.has_value is None else batch.has_value.sum()
+
+
 def batch_stats(logits: torch.Tensor, value_logit: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, ...]:
     """(policy loss sum, value loss sum, top-1 hits, value sign hits on decisive games, decisive games,
     rows with a policy target). A value-only row (train.value_plies) has a zero policy target, so it adds
-    nothing to the policy loss, and it is kept out of the top-1 count."""
+    nothing to the policy loss, and it is kept out of the top-1 count; a row without a value target adds
+    nothing to the value loss and is not a decisive game."""
     pl = policy_loss(logits, batch.policy).sum()
-    vl = value_loss(value_logit, batch.value).sum()
+    vl = masked_value_loss(value_logit, batch.value, batch).sum()
     hit = logits.argmax(dim=1) == batch.policy.argmax(dim=1)
     policies = torch.tensor(len(hit), device=hit.device)
     if batch.has_policy is not None:
         hit, policies = hit & batch.has_policy, batch.has_policy.sum()
     decisive = batch.result != 0.5
+    if batch.has_value is not None:
+        decisive = decisive & batch.has_value
     vhits = (((value_logit > 0) == (batch.result > 0.5)) & decisive).sum()
     return pl, vl, hit.sum(), vhits, decisive.sum(), policies
 
@@ -241,7 +258,7 @@ class Trainer:
         loss = (pl + vw * vl) / n
         rl = replies = None
         if reply is not None or self.cfg.surprise_weight > 0:
-            per_sample = policy_loss(logits, batch.policy) + vw * value_loss(value, batch.value)
+            per_sample = policy_loss(logits, batch.policy) + vw * masked_value_loss(value, batch.value, batch)
             if reply is not None:
                 per_reply = reply_loss(reply.float(), batch.reply)
                 per_sample = per_sample + self.cfg.aux_reply_weight * per_reply
@@ -256,7 +273,7 @@ class Trainer:
         self.scaler.update()
         if self.ema is not None:
             self.ema.update(self.model)
-        self.meter.add(pl, vl, hits, n, vhits, decisive, rl, replies, policies)
+        self.meter.add(pl, vl, hits, n, vhits, decisive, rl, replies, policies, value_rows(batch))
         self.global_step += 1
 
     # -- state ----------------------------------------------------------------------------------
@@ -342,7 +359,8 @@ class Trainer:
         cfg = self.cfg
         sampler = sampler or EpochSampler(len(buf), seg.seed)
         decoder = BatchDecoder(cfg.batch_size // self.info.world, pin_memory=self.device.type == "cuda")
-        bar = tqdm(total=seg.steps, initial=seg.step, desc=desc or f"train gen {seg.generation}",
+        untimed = seg.steps == UNTIMED_STEPS  # a timed segment's count is known once its first steps are timed
+        bar = tqdm(total=None if untimed else seg.steps, initial=seg.step, desc=desc or f"train gen {seg.generation}",
                    file=sys.stderr, disable=not (progress and self.info.is_main), dynamic_ncols=True)
         summary: dict[str, float] = {}
         budget = StepBudget(seg.seconds, seg.spent, seg.step) if seg.seconds is not None else None
@@ -400,13 +418,27 @@ class Trainer:
 @torch.no_grad()
 def evaluate(model: PolicyValueNet, buf: PositionBuffer, batch_size: int,
              device: torch.device) -> dict[str, float]:
-    """Losses and accuracies of `model` over every position of `buf` (eval mode, fp32)."""
+    """Losses and accuracies of `model` over every position of `buf` (eval mode, fp32).
+
+    `value_loss` and `value_acc` score the value against the game's result alone, as held-out validation
+    does (train.validation), so a figure on teacher data compares with the loop's and does not reward
+    agreeing with the teacher's eval; `value_loss_target` scores it against the training target (the
+    result blended with the eval by `train.val_lambda`; the same figure when λ is 0). Positions without a
+    value target (move-capped games, `train.value_of_capped_games: drop`) count in the policy figures only.
+    """
     model = model.to(device).eval()
     decoder = BatchDecoder(batch_size)
     meter = Meter(device)
+    target_loss = torch.zeros((), dtype=torch.float64, device=device)
     for start in range(0, len(buf), batch_size):
         batch = decoder.decode(buf, np.arange(start, min(start + batch_size, len(buf)))).to(device)
         logits, value = model(batch.planes, value_logit=True)
-        pl, vl, hits, vhits, decisive, policies = batch_stats(logits.float(), value.float(), batch)
-        meter.add(pl, vl, hits, len(batch.value), vhits, decisive, policies=policies)
-    return summarise(meter.totals())
+        logits, value = logits.float(), value.float()
+        target_loss += masked_value_loss(value, batch.value, batch).sum().double()
+        by_result = replace(batch, value=batch.result)
+        pl, vl, hits, vhits, decisive, policies = batch_stats(logits, value, by_result)
+        meter.add(pl, vl, hits, len(batch.value), vhits, decisive, policies=policies, values=value_rows(batch))
+    totals = meter.totals()
+    figures = summarise(totals)
+    figures["value_loss_target"] = target_loss.item() / totals["values"] if totals["values"] else float("nan")
+    return figures

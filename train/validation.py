@@ -14,7 +14,9 @@ each model is also scored on two held-out sets, and those figures are the ones t
 Figures per (model, set): policy cross-entropy and top-1 against the targets (visit counts for self-play,
 the engine's move for the fixed set), value loss (BCE of the win rate against the game's result, so a
 constant 0.5 scores ln 2 = 0.693 on any set) and value sign accuracy on decisive games. Value targets are
-the result alone (val_lambda 0): a held-out figure must not reward agreeing with one's own search.
+the result alone (val_lambda 0): a held-out figure must not reward agreeing with one's own search. A game
+that hit the move cap has no result: under `train.value_of_capped_games: drop` (the default, as training)
+its positions count in the policy figures only.
 
 Rows go to `metrics/validation.csv` (one per model, set and data; a row already there is never
 written twice, so a resumed generation does not duplicate it) and to TensorBoard as
@@ -72,9 +74,11 @@ def read_games(paths: Iterable[Path]) -> list[Hcpe3Game]:
     return games
 
 
-def held_out(name: str, data: str, games: list[Hcpe3Game], max_positions: int, seed: int = 0) -> HeldOut:
-    """The targets of `games` as a held-out set, at most `max_positions` of them (an even, seeded sample)."""
-    buf = buffer_from_games(games, 0.0)
+def held_out(name: str, data: str, games: list[Hcpe3Game], max_positions: int, seed: int = 0,
+             capped: str = "drop") -> HeldOut:
+    """The targets of `games` as a held-out set, at most `max_positions` of them (an even, seeded sample);
+    `capped`: `train.value_of_capped_games`."""
+    buf = buffer_from_games(games, 0.0, capped=capped)
     if len(buf) > max_positions > 0:
         keep = np.sort(np.random.default_rng(seed).choice(len(buf), max_positions, replace=False))
         buf = buf.subset(keep)
@@ -94,12 +98,12 @@ def fixed_set_path(spec: str) -> Path | None:
     return path
 
 
-def fixed_set(spec: str, max_positions: int) -> HeldOut | None:
+def fixed_set(spec: str, max_positions: int, capped: str = "drop") -> HeldOut | None:
     """The fixed validation set named by `train.validation_set` (None when it is empty)."""
     path = fixed_set_path(spec)
     if path is None:
         return None
-    return held_out("fixed", path.name, read_games([path]), max_positions)
+    return held_out("fixed", path.name, read_games([path]), max_positions, capped=capped)
 
 
 def score(model: PolicyValueNet, held: HeldOut, device: torch.device, batch_size: int = 256) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlzero.commands.common import add_config_args, add_inference_args, run_from_args
+from dlzero.commands.common import add_config_args, add_inference_args, config_from_args, run_from_args
 
 FLAGS = {
     "games": "selfplay.games_per_generation",
@@ -61,10 +61,13 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from dlzero.errors import ConfigError
     from dlzero.loop import run_loop
+    from dlzero.rundir import RunDir
     from dlzero.runlock import PARTS, hold
 
     if args.init_steps is not None and args.init_minutes is not None:
         raise ConfigError("--init-steps and --init-minutes both say how long generation 0 trains: give one")
+    if not RunDir(args.run).info_path.exists():
+        config_from_args(args, FLAGS)  # a bad config stops a new run here, before the lock makes any folder
     with hold(args.run, tuple(PARTS), create=True):  # the loop is every role: it writes every part
         rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
         if cfg.train.relabel:

@@ -1,23 +1,37 @@
-"""`dlzero match`: play any two players (model files or 'random'): W-D-L, score, Elo."""
+"""`dlzero match`: play any two players (model files, shipped networks or 'random'): W-D-L, score, Elo.
+
+The games start from the rating suite (`--openings`, `rate.openings`; default configs/openings/rating.txt),
+as `dlzero rate`'s do: no teacher or self-play game starts there, so neither side plays from a book it
+trained on.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
-MATCH_KEYS = {"games": "gate.max_games", "playouts": "gate.playouts", "parallel": "gate.games_in_parallel"}
+if TYPE_CHECKING:
+    from dlzero.gating.arena import MatchResult
+
+MATCH_KEYS = {"games": "gate.max_games", "playouts": "gate.playouts", "parallel": "gate.games_in_parallel",
+              "openings": "rate.openings"}
 
 
 def register(sub) -> None:
     m = sub.add_parser("match", help="play two models (or a model and 'random'): W-D-L, score, Elo")
-    m.add_argument("model_a", help=".pt/.onnx model, or 'random'")
-    m.add_argument("model_b", help=".pt/.onnx model, or 'random'")
+    players = ".pt/.onnx model, 'default' (the default network), 'network:NAME' (a network), or 'random'"
+    m.add_argument("model_a", help=players)
+    m.add_argument("model_b", help=players)
     m.add_argument("--games", type=int, help="games to play (gate.max_games)")
     m.add_argument("--playouts", type=int, help="playouts per move (gate.playouts)")
     m.add_argument("--parallel", type=int, help="games played at once (gate.games_in_parallel)")
+    m.add_argument("--openings", type=json.dumps, metavar="FILE",
+                   help="opening suite (rate.openings; default: the shipped configs/openings/rating.txt)")
     m.add_argument("--csa-dir", help="write each game as a CSA record into this folder")
     m.add_argument("--seed", type=int, default=0, help="seed for the opening order and the random mover")
     add_config_args(m)
@@ -25,19 +39,46 @@ def register(sub) -> None:
     m.set_defaults(func=run)
 
 
+def summary(result: MatchResult, name_a: str, name_b: str) -> str:
+    """The match in one line, what is known first: W-D-L and the score with its 95 % Wilson interval
+    (`dlzero.gating.elo_fit.score_interval`); then A's Elo named by its prior and zero ("no prior, B = 0":
+    the score's logistic, the gate's normal interval over colour-swapped pairs), except after a sweep,
+    which has no finite Elo: the score's interval bound is turned into a bound on it instead."""
+    from dlzero.gating.elo_fit import scale_label, score_interval
+    from dlzero.gating.sprt import elo_from_score
+
+    score, low, high = score_interval(result.wins, result.draws, result.losses)
+    line = (f"A={name_a} vs B={name_b}: {result.n_games} games, W-D-L {result.wins}-{result.draws}-{result.losses} "
+            f"(for A), score {score:.3f} [{low:.3f}, {high:.3f}] (95%, Wilson); {scale_label('B', 0)} of A: ")
+    if result.n_games and (result.wins + result.draws == 0 or result.losses + result.draws == 0):
+        side, bound = ("at least", low) if result.losses + result.draws == 0 else ("at most", high)
+        return line + f"none (a sweep has no finite Elo; the score's bound {bound:.3f} is {side} " \
+                      f"{elo_from_score(bound):+.0f})"
+    elo, elo_low, elo_high = result.elo()
+    return line + f"{elo:+.0f} [{elo_low:+.0f}, {elo_high:+.0f}] (95%)"
+
+
 def run(args: argparse.Namespace) -> int:
+    from dlzero.engine.shipped import require_model
     from dlzero.gating.arena import RANDOM, play_match
+    from dlzero.gating.rating import rating_suite
     from dlzero.inference import load_model
 
     cfg = config_from_args(args, MATCH_KEYS)
+    openings, _ = rating_suite(cfg)
     names = (args.model_a, args.model_b)
-    sides = [name if name == RANDOM else load_model(name, cfg.inference) for name in names]
+    sides = []
+    for side, name in zip("AB", names, strict=True):
+        if name == RANDOM:
+            sides.append(name)
+            continue
+        choice = require_model(name, cfg, flag=f"player {side}")
+        if choice.network is not None:
+            print(f"dlzero match: {side}: {choice.note('another player name')}", file=sys.stderr)
+        sides.append(load_model(choice.path, cfg.inference))
     result = play_match(sides[0], sides[1], cfg.gate.max_games, cfg, parallel=cfg.gate.games_in_parallel,
-                        seed=args.seed, record_dir=args.csa_dir, names=("A", "B"))
-    elo, low, high = result.elo()
-    print(f"A={args.model_a} vs B={args.model_b}: {result.n_games} games, "
-          f"W-D-L {result.wins}-{result.draws}-{result.losses} (for A), "
-          f"score {result.score:.3f}, Elo {elo:+.0f} [{low:+.0f}, {high:+.0f}] (95%)")
+                        openings=openings, seed=args.seed, record_dir=args.csa_dir, names=("A", "B"))
+    print(summary(result, args.model_a, args.model_b))
     for side in sides:
         if not isinstance(side, str):
             side.close()

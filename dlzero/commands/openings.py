@@ -19,6 +19,9 @@ def register(sub) -> None:
     p.add_argument("--count", type=int, required=True, help="openings to make")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same suite)")
     p.add_argument("--from", dest="starts", help="file of lines to start from (a random prefix of one each time)")
+    p.add_argument("--exclude", action="append", default=[], metavar="FILE",
+                   help="suite to share no start position with: no new line ends at a position along one of its "
+                        "lines, none passes through where one of them ends (repeatable; rating.txt excludes gate.txt)")
     p.add_argument("--model", help="sample the model's policy and filter by its search; default: uniform moves")
     p.add_argument("--min-plies", type=int, help="gate.suite_min_plies")
     p.add_argument("--max-plies", type=int, help="gate.suite_max_plies")
@@ -49,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     gate = cfg.gate
     settings = SuiteSettings(gate.suite_min_plies, gate.suite_max_plies, gate.suite_margin)
     starts = load_openings(args.starts) if args.starts else []
+    exclude = [line for path in args.exclude for line in load_openings(path)]
     policy, value_ok, evaluator = uniform_policy, None, None
     how = "uniform over legal moves"
     if args.model:
@@ -63,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             value_ok = value_filter(search, gate.suite_playouts, gate.leaves_per_tree, gate.suite_value_margin)
             how += f"; kept if a {gate.suite_playouts}-playout search's win rate is within {gate.suite_value_margin}"
     try:
-        lines = generate_suite(args.count, args.seed, settings, policy=policy, value_ok=value_ok, starts=starts)
+        lines = generate_suite(args.count, args.seed, settings, policy=policy, value_ok=value_ok, starts=starts,
+                               exclude=exclude)
     finally:
         if evaluator is not None:
             evaluator.close()
@@ -75,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         f"balance: not in check, no mate in 3, material within {settings.margin} pawns after the side to move's "
         "best move and the captures that follow",
     ]
+    if args.exclude:
+        header.append(f"clear of {', '.join(args.exclude)}: no line ends at a position along one of its lines "
+                      "(their start included), and none passes through where one of them ends")
     write_suite(args.out, lines, header)
     print(f"wrote {args.out}: {len(lines)} openings", file=sys.stderr)
     return 0
@@ -86,6 +94,8 @@ def _command_args(args: argparse.Namespace) -> list[str]:
     for flag, value in (("--from", args.starts), ("--model", args.model), ("--config", args.config)):
         if value:
             out += [flag, value]
+    for path in args.exclude:
+        out += ["--exclude", path]
     for dest in SUITE_KEYS:
         if getattr(args, dest) is not None:
             out += ["--" + dest.replace("_", "-"), str(getattr(args, dest))]

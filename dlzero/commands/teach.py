@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 FLAG_KEYS = {"teacher": "teach.teacher", "positions": "teach.positions", "out": "teach.out",
              "workers": "teach.workers", "source": "teach.source", "openings": "teach.openings",
              "sample_plies": "teach.sample_plies", "max_moves": "teach.max_moves",
-             "part_games": "teach.part_games", "seed": "teach.seed"}
+             "part_games": "teach.part_games", "seed": "teach.seed",
+             "allow_rating_openings": "teach.allow_rating_openings"}
 
 
 def _yaml_text(text: str) -> str:
@@ -69,6 +70,10 @@ def register(sub) -> None:
     p.add_argument("--openings", type=_yaml_text,
                    help="suite for the teacher's own games (teach.openings; default: configs/openings/gate.txt; "
                         "'startpos': the start position)")
+    p.add_argument("--allow-rating-openings", action="store_const", const="true",
+                   help="let --openings hold start positions of the rating suite configs/openings/rating.txt "
+                        "(teach.allow_rating_openings; refused by default: students would learn the positions "
+                        "they are rated from)")
     p.add_argument("--sample-plies", type=int, help="teacher moves per game drawn from its policy "
                                                     "(teach.sample_plies; default selfplay.random_plies)")
     p.add_argument("--max-moves", type=int, help="move number at which a game is a draw (teach.max_moves; "
@@ -98,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print("dlzero teach: --openings is for the teacher's own games; ignored with --source", file=sys.stderr)
     settings = TeachSettings(teacher=t.teacher, positions=t.positions, out=Path(t.out), workers=t.workers,
                              sources=tuple(t.source), openings=None if t.source else t.openings or None,
+                             allow_rating_openings=t.allow_rating_openings,
                              play=play_settings(cfg), part_games=t.part_games, seed=t.seed)
     report = teach(settings, progress=not args.quiet)
     print(f"wrote {report.out}: {report.positions:,} positions in {report.games:,} games "

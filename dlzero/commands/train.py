@@ -5,12 +5,18 @@
     dlzero train --hcpe teacher.hcpe3 --out m.pt      the same on teacher data from `dlzero teach`
     dlzero train --hcpe new.hcpe3 --init m.pt --out m2.pt   go on training m.pt (fine-tuning)
     dlzero train --hcpe teacher.hcpe3 --out m.pt --minutes 30   as many steps as fit in 30 minutes
+    dlzero train --hcpe a.hcpe --val test.hcpe --out m.pt   scored on test.hcpe; nothing held out of a.hcpe
 
 `--hcpe` takes hcpe files (game records from `dlzero import-records`: one-hot policy) and hcpe3 files
 (told apart by the `.hcpe3` suffix: soft policy from visit counts, history planes from the games).
+Whole games are held out of them (`train.holdout_fraction`; an hcpe file's games are its runs of
+consecutive records), or `--val FILE` names the held-out set; the log says which. Held-out value
+figures are against the game result (value_loss, value_acc) and, labelled value_loss_target, against
+the training target that blends in the teacher's eval.
 
 With `--run`, the run's config.yaml is the base config, then `--set` and flags, saved back to the
-run (the rule of every command that takes `--run`, see `run_from_args`). For several processes or
+run (the rule of every command that takes `--run`, see `run_from_args`), except `--steps`: it is this
+generation's alone, and saved it would cap every later generation of the loop. For several processes or
 GPUs launch it with torchrun, which this command detects:
 
     torchrun --nproc_per_node=K -m dlzero.cli train --run-dir runs/NAME
@@ -33,7 +39,8 @@ if TYPE_CHECKING:
     from dlzero.rundir import RunDir
     from dlzero.train.distributed import DistInfo
 
-FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device", "reuse": "train.reuse"}
+FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device", "reuse": "train.reuse",
+             "val": "train.val_files"}
 
 
 def register(sub) -> None:
@@ -48,10 +55,14 @@ def register(sub) -> None:
                           "`dlzero teach`) to train on")
     p.add_argument("--out", help="supervised mode: output model file (.pt)")
     p.add_argument("--metrics", help="supervised mode: folder for metrics.csv and TensorBoard events")
+    p.add_argument("--val", action="append", metavar="FILE",
+                   help="supervised mode: hcpe3/hcpe file to score the model on (repeatable, or a comma list; "
+                        "train.val_files) instead of holding games out of the --hcpe files")
     p.add_argument("--init", metavar="MODEL", help="supervised mode: go on training this model (.pt, the "
                    "config's architecture) instead of a fresh network, e.g. a student on new teacher labels")
-    p.add_argument("--steps", type=int, help="training steps (train.steps_per_generation); with --run exactly "
-                   "this many, else the steps follow the new data (train.reuse)")
+    p.add_argument("--steps", type=int, help="training steps: with --run exactly this many for this generation, "
+                   "not saved to the run's config.yaml (set train.steps_per_generation with --set for that); "
+                   "with --hcpe train.steps_per_generation")
     p.add_argument("--minutes", type=float, help="supervised mode: train for this many minutes instead of a "
                    "step count (the steps are fixed from the speed of the first 50, so that the cosine "
                    "schedule fits the time; loading and the held-out evaluation come on top)")
@@ -69,15 +80,20 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hcpe and not args.out:
         raise ConfigError("--hcpe needs --out (the model file to write)")
-    if args.run and (args.out or args.metrics or args.init or args.minutes):
-        raise ConfigError("--out, --metrics, --init and --minutes are for --hcpe mode; --run trains on from the "
-                          "run's own checkpoint and writes into the run directory")
+    if args.run and (args.out or args.metrics or args.init or args.minutes or args.val):
+        raise ConfigError("--out, --metrics, --init, --minutes and --val are for --hcpe mode; --run trains on from "
+                          "the run's own checkpoint and writes into the run directory")
+    if args.val:
+        args.val = ",".join(args.val)  # one comma list: the form train.val_files takes on the command line
     if args.minutes is not None and args.steps is not None:
         raise ConfigError("--minutes and --steps both say how long to train: give one")
     # one trainer per run (rank 0 of a torchrun, the rank that writes); --hcpe writes no run
     writes_run = args.run and (not distributed.launched_by_torchrun() or os.environ["RANK"] == "0")
     with hold(args.run, ("train",)) if writes_run else contextlib.nullcontext():
-        return _train(args)
+        code = _train(args)
+    if distributed.joined_by_torchrun():
+        distributed.exit_rank(code)  # not through teardown, where gloo's threads can abort a finished rank
+    return code
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -85,8 +101,9 @@ def _train(args: argparse.Namespace) -> int:
 
     from dlzero.train import distributed, train_generation, train_supervised
 
-    if args.run:
-        rd, cfg = run_from_args(args, FLAG_KEYS, "dlzero train", create=False)
+    if args.run:  # --steps is this command's alone: saved, it would cap every later generation of the loop
+        rd, cfg = run_from_args(args, {k: v for k, v in FLAG_KEYS.items() if k != "steps"}, "dlzero train",
+                                create=False)
     else:
         rd, cfg = None, config_from_args(args, FLAG_KEYS)
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
@@ -105,15 +122,24 @@ def _train(args: argparse.Namespace) -> int:
                                     progress=not args.no_progress, init=args.init, minutes=args.minutes)
             if info is None or info.is_main:
                 print(f"wrote {sres.model_path}: {sres.steps} steps on {sres.train_positions:,} positions; "
-                      f"held out ({sres.holdout_positions:,}): {_fmt(sres.holdout)}", file=sys.stderr)
+                      f"{sres.split}: {_fmt_holdout(sres.holdout)}", file=sys.stderr)
     finally:
         if info is not None:
             distributed.shutdown()
     return 0
 
 
-def _fmt(metrics: dict[str, float]) -> str:
-    keys = ("policy_loss", "value_loss", "policy_acc", "value_acc")
+def _fmt_holdout(metrics: dict[str, float]) -> str:
+    """Held-out figures: the value against the game result first, then against the blended training target."""
+    if not metrics:
+        return "no positions to score"
+    by_result = _fmt(metrics, ("policy_loss", "policy_acc", "value_loss", "value_acc"))
+    return (f"{by_result} (value against the result); value_loss_target {metrics['value_loss_target']:.4f} "
+            "(against the training target: the result blended with the eval)")
+
+
+def _fmt(metrics: dict[str, float], keys: tuple[str, ...] = ("policy_loss", "value_loss", "policy_acc",
+                                                             "value_acc")) -> str:
     return ", ".join(f"{k} {metrics[k]:.4f}" for k in keys if k in metrics) or "no metrics"
 
 

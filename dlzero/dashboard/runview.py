@@ -17,15 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlzero.config import read_yaml
 from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse_json
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
 from dlzero.errors import DataError, DlzeroError, RunDirError
 from dlzero.gating.chain import Gate, gate_chain, is_promoted
+from dlzero.gating.elo_fit import main_reference, scale_label
 from dlzero.progress.timeline import read_rows as read_timeline
 from dlzero.progress.timeline import shares
 from dlzero.rundir import RunDir, generation_name
-from dlzero.runfiles import ELO_COLUMNS, RATINGS_COLUMNS, VALIDATION_COLUMNS, VALIDATION_FIGURES
+from dlzero.runfiles import ELO_REQUIRED, RATINGS_COLUMNS, TIMELINE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_FIGURES
 
 # the columns of metrics.csv (runfiles.TRAIN_COLUMNS) the training charts draw: a file begun by an older
 # dlzero keeps its header, so only these are required
@@ -84,7 +86,7 @@ class RunView:
             return None
         try:
             return self.cache.get(path, "json", parse_json)
-        except (OSError, ValueError) as exc:
+        except (OSError, DlzeroError) as exc:
             warn.add(self.rel(path), f"unreadable ({exc})")
             return None
 
@@ -118,17 +120,21 @@ class RunView:
         return out
 
     def elo(self, warn: Warnings) -> list[dict[str, Any]] | None:
-        """Anchored ratings (players and anchors), or None while metrics/elo.csv does not exist."""
+        """Anchored ratings (players and anchors), or None while metrics/elo.csv does not exist. `elo` is
+        None for a player of no informative pairing; `relative_to` is the zero of its scale and
+        `prior_draws` the fit's prior (a file from before they were written: random, None)."""
         path = self.rd.elo_csv
         if not path.is_file():
             return None
         rows = []
         try:
-            for n, row in enumerate(self._csv(path, ELO_COLUMNS, warn), start=2):
+            for n, row in enumerate(self._csv(path, ELO_REQUIRED, warn), start=2):
                 gen = number(row["generation"], line=n, column="generation", allow_empty=True)
                 rows.append({
                     "player": row["player"], "generation": None if gen is None else int(gen),
-                    "elo": number(row["elo"], line=n, column="elo"),
+                    "elo": number(row["elo"], line=n, column="elo", allow_empty=True),
+                    "relative_to": row["relative_to"].strip() if "relative_to" in row else "random",
+                    "prior_draws": number(row.get("prior_draws"), line=n, column="prior_draws", allow_empty=True),
                     "low": number(row["elo_low"], line=n, column="elo_low", allow_empty=True),
                     "high": number(row["elo_high"], line=n, column="elo_high", allow_empty=True),
                     "games": int(number(row["games"], line=n, column="games", allow_empty=True) or 0),
@@ -141,7 +147,8 @@ class RunView:
         return rows
 
     def strength(self, ratings: list[dict], origin: float | None, warn: Warnings) -> dict[str, Any]:
-        """Points for the strength charts: anchored Elo when rated, else gate results chained from gen 0."""
+        """Points for the strength charts: anchored Elo when anyone has one, else gate results chained from
+        gen 0."""
         gate_of = {r["generation"]: r for r in ratings}
 
         def status(gen: int | None) -> str:
@@ -151,13 +158,21 @@ class RunView:
                 return "promoted" if gate_of[gen]["promoted"] else "rejected"
             return "initial" if gen == 0 else "ungated"
 
-        anchored = self.elo(warn)
-        if anchored is not None:
-            points = [{**r, "status": status(r["generation"])} for r in anchored if r["generation"] is not None]
+        anchored = self.elo(warn) or []
+        rated = [r for r in anchored if r["elo"] is not None]
+        if rated:  # one chart, one scale: the one most rated models are on; the others are named, not drawn
+            zero = (main_reference(r["relative_to"] for r in rated if r["generation"] is not None)
+                    or main_reference(r["relative_to"] for r in rated))
+            on = [r for r in rated if r["relative_to"] == zero]
+            points = [{**r, "status": status(r["generation"])} for r in on if r["generation"] is not None]
             points.sort(key=lambda p: p["generation"])
-            anchors = [{"player": r["player"], "elo": r["elo"]} for r in anchored if r["generation"] is None]
+            anchors = [{"player": r["player"], "elo": r["elo"]} for r in on if r["generation"] is None]
+            off = [r["player"] for r in anchored if r not in on]
+            prior = next((r["prior_draws"] for r in rated if r["prior_draws"] is not None), None)
             return {"source": self.rd.elo_csv.name,
-                    "label": f"anchored Elo ({self.rel(self.rd.elo_csv)}), 95% intervals",
+                    "label": f"{scale_label(zero or 'random', prior)} ({self.rel(self.rd.elo_csv)}), 95% intervals"
+                             + (f"; not on this scale (no informative pairing with it): {', '.join(off)}"
+                                if off else ""),
                     "points": points, "anchors": anchors}
         points = []
         if ratings:  # the chain starts at generation 0, the first best, rated 0
@@ -207,9 +222,16 @@ class RunView:
             return []
         return out
 
-    def time_shares(self) -> dict[str, float]:
-        """Share of the loop's wall time each phase ran (metrics/timeline.csv; empty before the loop ran)."""
-        return shares(read_timeline(self.rd.timeline_csv))
+    def time_shares(self, warn: Warnings) -> dict[str, float]:
+        """Share of the loop's wall time each phase ran (metrics/timeline.csv; empty before the loop ran).
+        A row whose seconds are not a finite number is left out (read_timeline), with a warning."""
+        path = self.rd.timeline_csv
+        for n, row in enumerate(self._csv(path, TIMELINE_COLUMNS, warn), start=2):
+            try:
+                number(row["seconds"], line=n, column="seconds")
+            except ValueError as exc:
+                warn.add(self.rel(path), f"bad value ({exc}); that row is left out of the time shares")
+        return shares(read_timeline(path))
 
     def _shard_stats(self, path: Path) -> ShardStats:
         games = read_hcpe3(path, validate=False)
@@ -319,8 +341,8 @@ class RunView:
         cfg = {}
         if self.rd.config_path.is_file():
             try:
-                cfg = self.cache.get(self.rd.config_path, "yaml", _read_yaml) or {}
-            except (OSError, ValueError) as exc:
+                cfg = self.cache.get(self.rd.config_path, "yaml", read_yaml)
+            except (OSError, DlzeroError) as exc:
                 warn.add(self.rel(self.rd.config_path), f"unreadable ({exc})")
         ratings = self.ratings(warn)
         models = self.models(ratings, best if isinstance(best, dict) else None, warn)
@@ -340,7 +362,7 @@ class RunView:
             "strength": self.strength(ratings, origin, warn),
             "training": self.training(warn),
             "heldout": self.heldout(warn),
-            "time_shares": self.time_shares(),
+            "time_shares": self.time_shares(warn),
             "selfplay": self.selfplay(shards, cfg, warn),
             "models": models,
             "latest_game": latest,
@@ -390,12 +412,6 @@ def _busy_seconds(items: list[ShardStats]) -> float | None:
             busy += end - max(start, reach)
             reach = end
     return busy if busy > 0 else None
-
-
-def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    return yaml.safe_load(path.read_text())
 
 
 def _model_meta(path: Path) -> dict[str, Any]:

@@ -1,27 +1,35 @@
-"""Anchored ratings of a run: its models play a fixed anchor pool, every game is kept, one fit over all.
+"""Anchored ratings of a run: its models play a fixed anchor pool, every game is kept, all are fitted.
 
 Pairings: each rated model plays every anchor of `cfg.rate.anchors` (and every outside engine), and
 neighbouring tree-less anchors (random, alphabeta:N, the engine anchors gpsshogi:..., fairy-stockfish:...,
 usi:..., then the `rate.engines`, in the configured order) play each other so the anchors are tied
-together even where no model reaches them. Every game counts in one joint fit with only `random` pinned:
-the anchors' Elos are fitted again from the run's own games, never taken as fixed values (the ladder
+together even where no model reaches them. Every game counts (see the fit below): the anchors' Elos are
+fitted again from the run's own games, never taken as fixed values (the ladder
 measured once, docs/benchmarks/ladder.md, says where the rungs sit; a run's fit should agree within noise).
 Engine processes start once per session and stay up across its pairings; they are closed when it ends,
 also on Ctrl-C or an error. A pairing is topped up to
 `cfg.rate.games` games: rating again plays only what is missing (raise `games` to add more), and a run
 interrupted half-way loses at most the games in progress. Games come in colour-swapped pairs from the
-gate's opening source, continuing through the openings where the pairing's earlier games stopped.
+rating suite (`rate.openings`, by default the shipped configs/openings/rating.txt, from which no teacher or
+self-play game starts, so no model is rated on positions it trained on), continuing through the openings
+where the pairing's earlier games stopped.
 
 Storage, `runs/NAME/rating/`: one JSON file per batch of games of one pairing (written atomically after
 every finished game), holding the players, the settings that define them (the models' playouts and the
-search settings that choose their moves, the engines' `go`), and per game colours, result, reason,
-start position and moves. The fit reads every file; a file that cannot be read is reported by name and
-left out, the others still count. Games whose settings differ from the current ones (another playout
-count or mate depth is another player) are left out and counted in the report; batches from before the
-search settings were stored match on the rest.
+search settings that choose their moves, the engines' `go`, the opening suite's `suite_tag`), and per
+game colours, result, reason, start position and moves. The fit reads every file; a file that cannot be
+read is reported by name and left out, the others still count. Games whose settings differ from the
+current ones (another playout count or mate depth is another player, another suite other positions) are
+left out and counted in the report. Batches from before the search settings were stored match on the
+rest; those from before the suite was stored count as played from configs/openings/gate.txt, as they
+were by default (so `rate.openings` naming gate.txt refits them, and rating.txt leaves them out).
 
-The fit (`dlzero.gating.elo_fit`) pins `random` at 0. `metrics/elo.csv` gets one row per rated player
-(`dlzero.runfiles.ELO_COLUMNS`), written atomically: the dashboard and `progress.png` read it. `generation` is empty for
+The fit (`dlzero.gating.elo_fit.fit_connected`) gives an Elo only where informative pairings (not sweeps)
+connect the players: `random` at 0 where it is connected, else the first anchor of `rate.anchors` (or
+engine) in the component at 0; a player of no informative pairing gets no Elo, only its W-D-L.
+`metrics/elo.csv` gets one row per player (`dlzero.runfiles.ELO_COLUMNS`: `relative_to` names the zero,
+`prior_draws` the prior, and wins, draws, losses its record over all games), written atomically: the
+dashboard and `progress.png` read it. `generation` is empty for
 players that are not models of the run; `anchor` is 1 for members of the anchor pool (so `gen-0000`, when
 it is an anchor, has generation 0 and anchor 1); `wall_seconds` is the time from the run's first model's
 creation to this model's (checkpoint metadata, else file time), empty for non-models.
@@ -41,6 +49,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +61,10 @@ from dlzero.data.atomic import atomic_write_text
 from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
 from dlzero.gating.arena import MatchGame, MatchResult, play_match
 from dlzero.gating.chain import is_promoted
-from dlzero.gating.elo_fit import GameResult, RatingList, fit_ratings
+from dlzero.gating.elo_fit import GameResult, RatingList, fit_connected
 from dlzero.gating.usi_opponent import UsiOpponent
 from dlzero.inference import load_model
+from dlzero.play.openings import GATE_SUITE, RATING_SUITE, load_openings, suite_tag
 from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import ELO_COLUMNS
 
@@ -84,7 +94,8 @@ class RateReport:
 
     ratings: RatingList | None
     played: int = 0
-    problems: list[str] = field(default_factory=list)  # unreadable files, players the fit could not place
+    problems: list[str] = field(default_factory=list)  # unreadable files, missing anchors (players without an
+    # Elo are in `ratings.unrated`, and every report lists them with their W-D-L)
     left_out: int = 0  # stored games at other settings
 
 
@@ -131,11 +142,25 @@ _NOT_PLAY = frozenset({"pipeline", "eval_streams", "nn_cache_size", "hash_mb", "
                        "dirichlet_alpha", "dirichlet_epsilon"})
 
 
-def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, str]) -> dict[str, Any]:
-    """What defines the players of a pairing beyond their names (games at other settings do not mix):
-    a model's playouts and the search settings that choose its moves (mate depths, PUCT constants,
-    temperature, mate guard, ...), an engine's `go`."""
-    settings: dict[str, Any] = {}
+def rating_suite(cfg: Config) -> tuple[list[str], str]:
+    """The lines rating games and `dlzero match` start from (`rate.openings`, empty: the shipped rating
+    suite) and the suite's `suite_tag`."""
+    path = cfg.rate.openings or RATING_SUITE
+    lines = load_openings(path)
+    return lines, suite_tag(lines, path)
+
+
+@cache
+def _unrecorded_suite() -> str:
+    """The suite of batches stored before the suite was: the shipped gate suite, the default then."""
+    return suite_tag(load_openings(GATE_SUITE), GATE_SUITE)
+
+
+def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, str], suite: str) -> dict[str, Any]:
+    """What defines the games of a pairing beyond the players' names (games at other settings do not mix):
+    the opening suite's tag `suite`, a model's playouts and the search settings that choose its moves
+    (mate depths, PUCT constants, temperature, mate guard, ...), an engine's `go`."""
+    settings: dict[str, Any] = {"openings": suite}
     for p in players:
         if model_generation(p) is not None:
             settings["playouts"] = cfg.rate.playouts
@@ -147,9 +172,12 @@ def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, str]) -
 
 def same_settings(stored: dict[str, Any], current: dict[str, Any]) -> bool:
     """Whether a stored batch was played at the current settings. Batches stored before the search
-    settings were recorded have no "search" entry: they match on the rest, as they always did."""
+    settings were recorded have no "search" entry: they match on the rest, as they always did; those
+    stored before the suite was have no "openings" entry: they were played from the gate suite."""
     if "search" not in stored:
         current = {k: v for k, v in current.items() if k != "search"}
+    if "openings" not in stored:
+        stored = {**stored, "openings": _unrecorded_suite()}
     return stored == current
 
 
@@ -166,17 +194,18 @@ def _result(game: dict[str, Any]) -> GameResult:
 def fit_run(rd: RunDir, cfg: Config, engines: dict[str, str] | None = None) -> RateReport:
     """Fit one rating list to every stored game at the current settings; write metrics/elo.csv."""
     engines = engines if engines is not None else engines_from(cfg, [])
+    _, suite = rating_suite(cfg)
     batches, problems = load_batches(rd)
     games, left_out = [], 0
     for _, batch in batches:
-        if same_settings(batch.settings, settings_for(batch.players, cfg, engines)):
+        if same_settings(batch.settings, settings_for(batch.players, cfg, engines, suite)):
             games.extend(_result(g) for g in batch.games)
         else:
             left_out += len(batch.games)
-    if not any(RANDOM in (g.player_a, g.player_b) for g in games):
+    if not games:
         return RateReport(None, problems=problems, left_out=left_out)
-    ratings = fit_ratings(games, pin=RANDOM, prior_draws=cfg.rate.prior_draws)
-    problems += [f"{p}: no chain of games to 'random', not rated" for p in ratings.unrated]
+    ratings = fit_connected(games, pin=RANDOM, prior_draws=cfg.rate.prior_draws,
+                            order=[*cfg.rate.anchors, *engines])
     write_elo_csv(rd, ratings, set(cfg.rate.anchors) | set(engines))
     return RateReport(ratings, problems=problems, left_out=left_out)
 
@@ -198,20 +227,27 @@ def _created(rd: RunDir, generation: int) -> _dt.datetime | None:
 
 
 def write_elo_csv(rd: RunDir, ratings: RatingList, anchors: set[str]) -> Path:
-    """metrics/elo.csv (atomic): models by generation, then the other anchors, best first."""
+    """metrics/elo.csv (atomic): models by generation, then the other players, best first, those without
+    an Elo (no informative pairing) last."""
     gens = rd.generations()
     start = _created(rd, gens[0]) if gens else None
     rows = []
-    for r in ratings.ratings:
-        gen = model_generation(r.player)
+    rated = ratings.by_player()
+    for player in [*rated, *ratings.unrated]:
+        r = rated.get(player)
+        gen = model_generation(player)
         wall = ""
         if gen is not None and start is not None and (made := _created(rd, gen)) is not None:
             wall = f"{(made - start).total_seconds():.0f}"
-        rows.append({"player": r.player, "generation": "" if gen is None else gen, "elo": f"{r.elo:.1f}",
-                     "elo_low": f"{r.elo_low:.1f}", "elo_high": f"{r.elo_high:.1f}", "games": r.games,
-                     "anchor": int(r.player in anchors), "wall_seconds": wall})
+        wins, draws, losses = ratings.record(player)
+        rows.append({"player": player, "generation": "" if gen is None else gen,
+                     "elo": "" if r is None else f"{r.elo:.1f}", "elo_low": "" if r is None else f"{r.elo_low:.1f}",
+                     "elo_high": "" if r is None else f"{r.elo_high:.1f}",
+                     "games": wins + draws + losses, "anchor": int(player in anchors),
+                     "wall_seconds": wall, "relative_to": "" if r is None else r.reference,
+                     "prior_draws": f"{ratings.prior_draws:g}", "wins": wins, "draws": draws, "losses": losses})
     rows.sort(key=lambda row: (row["generation"] == "", row["generation"] if row["generation"] != "" else 0,
-                               -float(row["elo"])))
+                               row["elo"] == "", -float(row["elo"] or 0)))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=ELO_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -349,11 +385,12 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
     problems = [f"anchor {a}: {rd.model_path(model_generation(a))} does not exist, left out" for a in missing]
     models = [generation_name(g) for g in generations if rd.model_path(g).is_file()]
     pairs = plan_pairings(anchors, list(engines), models)
+    openings, suite = rating_suite(cfg)
 
     batches, _ = load_batches(rd)
     have: Counter[tuple[str, str]] = Counter()
     for _, batch in batches:
-        if same_settings(batch.settings, settings_for(batch.players, cfg, engines)):
+        if same_settings(batch.settings, settings_for(batch.players, cfg, engines, suite)):
             have[_pair_key(*batch.players)] += len(batch.games)
     todo = [(a, b, have[_pair_key(a, b)]) for a, b in pairs if have[_pair_key(a, b)] < cfg.rate.games]
     total = sum(cfg.rate.games - k for _, _, k in todo)
@@ -363,7 +400,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
     try:
         for n, (a, b, start) in enumerate(todo):
             need = cfg.rate.games - start
-            settings = settings_for((a, b), cfg, engines)
+            settings = settings_for((a, b), cfg, engines, suite)
             path = _batch_path(rd, a, b, settings, start)
             batch = Batch((a, b), settings)
             seed = _seed(a, b)  # one shuffle of the opening suite per pairing; top-ups continue along it
@@ -377,8 +414,9 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
 
             rd.rating_dir.mkdir(parents=True, exist_ok=True)
             result = play_match(sides.get(a, seed + start), sides.get(b, seed + start + 1), need, cfg,
-                                playouts=cfg.rate.playouts, parallel=min(need, cfg.rate.parallel), seed=seed,
-                                opening_offset=start // 2, names=(a, b), on_game=on_game)
+                                playouts=cfg.rate.playouts, parallel=min(need, cfg.rate.parallel),
+                                openings=openings, seed=seed, opening_offset=start // 2, names=(a, b),
+                                on_game=on_game)
             played += result.n_games
             log.info("%s vs %s: +%d =%d -%d", a, b, result.wins, result.draws, result.losses)
             sides.release({x for pair in todo[n + 1:] for x in pair[:2]})

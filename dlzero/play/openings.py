@@ -7,15 +7,22 @@ Self-play starts each game at a random line of `selfplay.openings`; matches use 
 
 Two searchers without noise are deterministic: from the same start position with the same colours
 they replay the same game. A match therefore starts every colour-swapped pair of games from its own
-position. The positions come from a suite file (`configs/openings/gate.txt` ships with the repo,
-made by `dlzero openings`; `gate.openings` names another), one `startpos moves ...` or
-`sfen ... [moves ...]` line each.
+position. The positions come from a suite file, one `startpos moves ...` or `sfen ... [moves ...]` line
+each. Two ship with the repo, both made by `dlzero openings` (`GATE_SUITE`, `RATING_SUITE`):
+
+- `configs/openings/gate.txt`: the gate's (`gate.openings` names another), and the teacher's own games
+  start from it too;
+- `configs/openings/rating.txt`: ratings and matches (`rate.openings`). Made with `--exclude gate.txt`,
+  so none of its lines ends at a position along a gate.txt line and none passes through a gate.txt
+  line's end. No teacher or self-play game may start from it (`refuse_rating_openings`), so no model
+  is rated from a start position its training games started from.
 
 **Making a suite** (`generate_suite`): from the start position (or a random prefix of a line of
 `starts`, e.g. the first plies of real games), play a random number of plies in
 [`suite_min_plies`, `suite_max_plies`], each sampled from a policy: uniformly over the legal moves,
 or, given a network, from its priors sharpened or flattened by `suite_temperature`. Keep the
-position if it is new (no transposition of one already kept) and balanced:
+position if it is new (no transposition of one already kept), clear of another suite's lines
+(`exclude`: it neither ends where they pass nor passes where they end) and balanced:
 
 - material: the side to move is not in check, has no mate within 3 plies, and the best it can
   reach in material after one move of its own and any sequence of captures (a small quiescence
@@ -33,9 +40,11 @@ if still balanced and new to the match), so a long match still never repeats a s
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import cshogi
@@ -49,7 +58,8 @@ from dlzero.position import parse_position, position_string
 from dlzero.resources import config_path
 from dlzero.search import Search, Tree, root_winrate
 
-SUITE_PATH = config_path("openings", "gate.txt")
+GATE_SUITE = config_path("openings", "gate.txt")      # the gate's; the teacher's games start from it too
+RATING_SUITE = config_path("openings", "rating.txt")  # ratings and matches; no training game starts from it
 QUIESCENCE_DEPTH = 8   # captures followed at most this deep (opening positions hold few)
 MATE_CHECK_PLIES = 3
 
@@ -59,10 +69,29 @@ def position_key(board: cshogi.Board) -> str:
     return " ".join(board.sfen().split()[:3])
 
 
-def load_openings(path: str | Path | None) -> list[str]:
+def line_keys(line: str) -> list[str]:
+    """`position_key` of every position along an openings line: its start (ply 0) first, its end last."""
+    return _board_keys(parse_position(line))
+
+
+def _board_keys(board: cshogi.Board) -> list[str]:
+    """`position_key` of every position `board` went through, its first position first, itself last."""
+    first = board.copy()
+    moves = list(board.history)
+    for _ in moves:
+        first.pop()
+    keys = [position_key(first)]
+    for move in moves:
+        first.push(move)
+        keys.append(position_key(first))
+    return keys
+
+
+def load_openings(path: str | Path | None, default: Path = GATE_SUITE) -> list[str]:
     """The lines of an openings file, each checked with `parse_position` (and not already a finished
-    game) so that a bad one fails now; a leading `position ` is dropped. Empty path: the shipped suite."""
-    p = Path(path) if path else SUITE_PATH
+    game) so that a bad one fails now; a leading `position ` is dropped. Empty path: the shipped suite
+    `default`."""
+    p = Path(path) if path else default
     if not p.is_file():
         hint = " (the shipped suite is missing: is this a full checkout?)" if not path else ""
         raise ConfigError(f"openings file '{p}' does not exist{hint}")
@@ -82,6 +111,32 @@ def load_openings(path: str | Path | None) -> list[str]:
     if not lines:
         raise ConfigError(f"openings file '{p}' holds no positions")
     return lines
+
+
+def suite_tag(lines: Sequence[str], path: str | Path) -> str:
+    """A suite's file name and the digest of its lines (`rating.txt:0123456789`): games stored with it say
+    which suite they started from, so games from another suite, or an edited copy, are told apart."""
+    digest = hashlib.sha1("\n".join(lines).encode()).hexdigest()[:10]
+    return f"{Path(path).name}:{digest}"
+
+
+@cache
+def _rating_end_keys() -> frozenset[str]:
+    """Where the shipped rating suite's games start (read once per process)."""
+    return frozenset(position_key(parse_position(line)) for line in load_openings(RATING_SUITE))
+
+
+def refuse_rating_openings(lines: Sequence[str], source: str, override: str) -> None:
+    """A ConfigError when a line of `lines` (read from `source`) ends where a line of the rating suite
+    ends. Checked by position, not by file name, so a copy or a subset of rating.txt is caught too: a
+    model trained on games from those positions would be rated on positions it has learnt. `override`
+    names the switch that allows it anyway, for the error to say."""
+    rating = _rating_end_keys()
+    hits = [n for n, line in enumerate(lines, 1) if position_key(parse_position(line)) in rating]
+    if hits:
+        raise ConfigError(f"{source}: {len(hits)} of its {len(lines)} openings are start positions of the rating "
+                          f"suite {RATING_SUITE.name} (opening {hits[0]} first), which no training game may start "
+                          f"from; use another suite, or {override} to allow it")
 
 
 # -- balance -------------------------------------------------------------------------------------
@@ -163,12 +218,15 @@ class SuiteSettings:
 
 def generate_suite(count: int, seed: int, settings: SuiteSettings, *, policy: Policy = uniform_policy,
                    value_ok: Callable[[cshogi.Board], bool] | None = None, starts: Sequence[str] = (),
-                   max_tries: int | None = None, progress: bool = True) -> list[str]:
+                   exclude: Sequence[str] = (), max_tries: int | None = None, progress: bool = True) -> list[str]:
     """`count` distinct balanced opening lines; the same arguments give the same lines.
 
     `policy` gives moves and their probabilities; `value_ok` (optional) is a last filter, e.g. a
     short search's win rate near 1/2. `starts` are lines to begin from (a random prefix of one,
-    chosen per sample); without them every sample begins at the start position.
+    chosen per sample); without them every sample begins at the start position. `exclude`: lines of
+    another suite to keep clear of, so that the two share no start position either way: no new line
+    ends at a position along one of them (their first position included), and none passes through
+    where one of them ends.
     """
     if settings.min_plies < 1 or settings.max_plies < settings.min_plies:
         raise ConfigError(f"opening plies must satisfy 1 <= min <= max, got {settings.min_plies}.."
@@ -176,6 +234,12 @@ def generate_suite(count: int, seed: int, settings: SuiteSettings, *, policy: Po
     rng = np.random.default_rng(seed)
     prefixes = [parse_position(line) for line in starts] or [cshogi.Board()]
     seen: set[str] = set()
+    along: set[str] = set()
+    ends: set[str] = set()
+    for line in exclude:
+        keys = line_keys(line)
+        along.update(keys)
+        ends.add(keys[-1])
     lines: list[str] = []
     tries = 0
     limit = max_tries if max_tries is not None else 200 * count
@@ -188,7 +252,9 @@ def generate_suite(count: int, seed: int, settings: SuiteSettings, *, policy: Po
         if not _sample_plies(board, plies, policy, rng):
             continue
         key = position_key(board)
-        if key in seen or not is_balanced(board, settings.margin):
+        if key in seen or (exclude and not _clear_of(board, along, ends)):
+            continue
+        if not is_balanced(board, settings.margin):
             continue
         if value_ok is not None and not value_ok(board):
             continue
@@ -200,6 +266,13 @@ def generate_suite(count: int, seed: int, settings: SuiteSettings, *, policy: Po
         raise ConfigError(f"found only {len(lines)} distinct balanced openings in {tries} tries (wanted {count}); "
                           "widen the plies range or the margin")
     return lines
+
+
+def _clear_of(board: cshogi.Board, along: set[str], ends: set[str]) -> bool:
+    """Whether the line `board` went through ends at none of `along` and passes through none of
+    `ends` after its first position."""
+    keys = _board_keys(board)
+    return keys[-1] not in along and ends.isdisjoint(keys[1:])
 
 
 def _first_sfen(board: cshogi.Board) -> str:

@@ -3,7 +3,9 @@
 Parts. The work is cut into parts of `part_games` games, each written by the worker that labelled it
 as `OUT.parts/part-NNNNN.hcpe3` (atomically; its sidecar, written after it, commits it). A committed part
 is never redone: a killed run goes on where it stopped. Part k of the teacher's own games
-plays with seed (seed, k); parts of existing games are consecutive slices of the source games shuffled
+plays with seed (seed, k), and fewer games when fewer positions are still wanted (what they need at the
+positions a game gave so far, shared by the workers, at least one: `--positions 64` plays one game, not
+32); parts of existing games are consecutive slices of the source games shuffled
 by the seed. `OUT.parts/manifest.json` records what the parts were made with, and a rerun with other
 settings or other source games is refused (only `--positions` may change: more parts are added, or
 fewer used). Once the parts hold N positions, they are joined in order into OUT (atomically). The
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import multiprocessing as mp
 import multiprocessing.util
 import queue
@@ -45,7 +48,8 @@ GUESS_PLIES = 100  # positions a teacher game is assumed to give until some part
 
 @dataclass(frozen=True)
 class TeachSettings:
-    """What `teach` does; everything but `positions`, `out` and `workers` goes into the manifest."""
+    """What `teach` does; everything but `positions`, `out`, `workers` and `allow_rating_openings` (which
+    changes no label) goes into the manifest."""
 
     teacher: str
     positions: int
@@ -53,6 +57,7 @@ class TeachSettings:
     workers: int = 1
     sources: tuple[str, ...] = ()  # empty: the teacher plays itself
     openings: str | None = None  # suite for the teacher's games (None: the shipped one; "startpos")
+    allow_rating_openings: bool = False  # `openings` may hold the rating suite's start positions
     play: PlaySettings = field(default_factory=PlaySettings)
     part_games: int = 32
     seed: int = 1
@@ -170,25 +175,36 @@ def teach(settings: TeachSettings, progress: bool = True) -> TeachReport:
         order = np.random.default_rng(settings.seed).permutation(len(games))
         games = [games[i] for i in order]
     else:
-        openings = opening_lines(settings.openings)
+        openings = opening_lines(settings.openings, settings.allow_rating_openings)
     _check_manifest(parts_dir, _manifest(settings, games))
     plan = None if games is None else [tuple(games[i:i + settings.part_games])
                                        for i in range(0, len(games), settings.part_games)]
 
-    def task(k: int) -> _Task:
+    def task(k: int, n_games: int) -> _Task:
         seed = int(np.random.SeedSequence([settings.seed, k]).generate_state(1)[0])
         chunk = None if plan is None else plan[k]
-        return _Task(k, str(part_path(parts_dir, k)), seed, settings.part_games, chunk)
+        return _Task(k, str(part_path(parts_dir, k)), seed, n_games, chunk)
 
     done: dict[int, _PartDone] = {}
     in_flight: dict[Future, int] = {}
+    sizes: dict[int, int] = {}  # games of each part of the teacher's own games in flight
     total = labelled = reused = k = 0
     started = time.perf_counter()
+
+    def per_game() -> float:  # positions a teacher game gave so far
+        games = sum(d.games for d in done.values())
+        return sum(d.positions for d in done.values()) / games if games else GUESS_PLIES
 
     def expected(index: int) -> float:
         if plan is not None:
             return sum(len(g.moves) for g in plan[index])
-        return float(np.mean([d.positions for d in done.values()])) if done else settings.part_games * GUESS_PLIES
+        return sizes[index] * per_game()
+
+    def part_size() -> int:
+        """Games of the next part of the teacher's own games: those the positions still wanted need, shared
+        by the workers, at least 1 and at most part_games (64 positions asked: one game, not 32)."""
+        still = settings.positions - total - sum(expected(i) for i in in_flight.values())
+        return min(settings.part_games, max(1, math.ceil(still / (per_game() * settings.workers))))
 
     def more() -> bool:
         if plan is not None and k >= len(plan):
@@ -214,13 +230,14 @@ def teach(settings: TeachSettings, progress: bool = True) -> TeachReport:
                 while len(in_flight) < settings.workers and more():
                     path = part_path(parts_dir, k)
                     if is_committed(path):  # done by an earlier run
-                        meta = read_sidecar(path)["meta"]
-                        done[k] = _PartDone(k, int(meta["positions"]), 0, 0.0)
+                        side = read_sidecar(path)
+                        done[k] = _PartDone(k, int(side["meta"]["positions"]), int(side["games"]), 0.0)
                         total += done[k].positions
                         reused += 1
                         bar.update(done[k].positions)
                     else:
-                        in_flight[pool.submit(_run_part, task(k))] = k
+                        sizes[k] = settings.part_games if plan is not None else part_size()
+                        in_flight[pool.submit(_run_part, task(k, sizes[k]))] = k
                     k += 1
                 if not in_flight:
                     break

@@ -3,6 +3,8 @@
 - The teacher's own games (dlshogi's way): each starts from a line of an opening suite (the shipped
   `configs/openings/gate.txt`, or `--openings FILE` with one `startpos moves ...` / `sfen ...` line
   each; `startpos` for the start position alone). The suite's moves are kept as replay-only plies.
+  A suite holding start positions of the rating suite (`configs/openings/rating.txt`) is refused
+  unless allowed: ratings are played from there, so no student may learn them.
 - Existing games, relabelled ply by ply with their own moves and results kept: hcpe3 files (a run's
   self-play shards, i.e. on-policy positions; give the run directory and its shards are found) and
   CSA / KIF / KI2 records (read through `dlzero.data.records`, in a child process as
@@ -23,7 +25,7 @@ import cshogi
 from dlzero.data.hcpe3 import RESULT_DRAW, SHARD_SUFFIX, Hcpe3Game, read_hcpe3
 from dlzero.data.records import RECORD_SUFFIXES, read_games
 from dlzero.errors import DataError
-from dlzero.play.openings import load_openings
+from dlzero.play.openings import load_openings, refuse_rating_openings
 from dlzero.teacher.base import TeacherError
 
 log = logging.getLogger(__name__)
@@ -45,9 +47,14 @@ def source_game(game: Hcpe3Game) -> SourceGame:
     return SourceGame(game.start_board().sfen(), tuple(m.move16 for m in game.moves), game.result)
 
 
-def opening_lines(path: str | None) -> list[str]:
-    """The start lines of the teacher's own games: a suite file, the shipped suite (None), or `startpos`."""
-    return ["startpos"] if path == "startpos" else load_openings(path)
+def opening_lines(path: str | None, allow_rating: bool = False) -> list[str]:
+    """The start lines of the teacher's own games: a suite file, the shipped suite (None), or `startpos`;
+    one that starts rating games is refused unless `allow_rating`."""
+    lines = ["startpos"] if path == "startpos" else load_openings(path)
+    if not allow_rating:
+        refuse_rating_openings(lines, path or "the shipped gate suite",
+                               "--allow-rating-openings (teach.allow_rating_openings)")
+    return lines
 
 
 def find_game_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -5,11 +5,25 @@ repetitions) and `go GO`, and we read its `info` lines until `bestmove`. The eva
 engine's best move (cp, or mate N as +-(30000 - 100 N)); its win rate is the logistic curve
 p = 1 / (1 + exp(-cp / eval_scale)) with dlshogi's scale 756 unless the spec says otherwise.
 
-Soft policy: every `info ... score ... pv M ...` line scores its first move M (the latest line at the
-deepest depth wins), which covers both `MultiPV` (Stockfish, YaneuraOu: `multipv k` lines) and
-GPS Shogi's `MultiPVWidth` (a line per root move within that many cp of the best). The policy is
-softmax((cp_M - cp_best) / temperature) over those moves; an engine that reports only its best line
-gives a one-hot policy on its move.
+Labels come from the search's final lines only (`final_lines`). An engine prints its lines again at
+every depth of iterative deepening, so a shallow line's move and score are stale once a deeper one
+exists (keeping every depth's first moves, the policy's top move was not Fairy-Stockfish's `bestmove` in
+23 of 30 positions at `go nodes 20000`). With `multipv k` indices (Stockfish, YaneuraOu with MultiPV >
+1: k = 1..N at each depth) the final line of index k is its deepest; a `stop` or a node limit cuts the
+last depth short, and Fairy-Stockfish then prints index 1 at the new depth and the others at the one
+before, which stay, each scored at most as the lines ranked above it: such a line failed low at the new
+depth (Stockfish's MultiPV searches every root move for index 1 first), and its older score can be the
+higher one (at `go nodes 20000` with MultiPV=4, in 5 of 12 positions). Without an index, a shallower
+line cannot be told from a stale one: only the lines of the last depth count, the latest per move (one
+line: YaneuraOu without MultiPV; a line per root move within `MultiPVWidth` cp of the best: GPS Shogi,
+checked by hand, at depths 4 and 5 of a 3-second search, only its final line in a 0.1-second one).
+`lowerbound` and `upperbound` lines (an aspiration window's fail-high or fail-low) are not scores and
+are skipped.
+
+The eval is the final line of the move played (`bestmove`), else the best final line. Where the final
+lines hold one move (no MultiPV: `multipv 1` lines only, or a single line), the policy is one-hot on
+`bestmove`; where they hold several, it is softmax((cp_M - cp_best) / temperature) over their first
+moves M, `bestmove` always among them.
 
 Spec keys that are ours, not the engine's: `go` (default `btime 0 wtime 0 byoyomi 1000`: GPS Shogi
 refuses `go depth` and stops at its `LimitDepth`), `eval_scale` (756), `temperature` (100 cp) and
@@ -66,11 +80,45 @@ def score_cp(tokens: list[str]) -> int | None:
     return None
 
 
-def _depth(tokens: list[str]) -> int:
+def _int_after(tokens: list[str], key: str) -> int | None:
+    """The integer after `key` in an `info` line (`depth 12`, `multipv 2`); None if absent or not a number."""
     try:
-        return int(tokens[tokens.index("depth") + 1]) if "depth" in tokens else 0
+        return int(tokens[tokens.index(key) + 1]) if key in tokens else None
     except (ValueError, IndexError):
-        return 0
+        return None
+
+
+def final_lines(infos: Sequence[str]) -> list[tuple[str, int]]:
+    """(first pv move, cp) of each final line of a search, one per move, best first (see the module
+    docstring): per `multipv` index its deepest line, its score capped by those above it; without an
+    index, the lines of the last depth."""
+    indexed: dict[int, tuple[int, str, int]] = {}  # multipv index -> (depth, move, cp) of its deepest line
+    unindexed: dict[str, int] = {}  # move -> cp, lines of `last_depth` without an index
+    last_depth = -1
+    for line in infos:
+        tokens = line.split()
+        cp = score_cp(tokens)
+        if cp is None or "lowerbound" in tokens or "upperbound" in tokens or "pv" not in tokens:
+            continue
+        pv = tokens.index("pv") + 1
+        if pv == len(tokens):
+            continue
+        depth, index, move = _int_after(tokens, "depth") or 0, _int_after(tokens, "multipv"), tokens[pv]
+        if index is not None:
+            if index not in indexed or depth >= indexed[index][0]:
+                indexed[index] = (depth, move, cp)
+        elif depth >= last_depth:
+            if depth > last_depth:  # a deeper iteration: the shallower lines are stale
+                last_depth, unindexed = depth, {}
+            unindexed[move] = cp
+    ranked = [(move, cp) for _, (_, move, cp) in sorted(indexed.items())]
+    ranked += sorted(unindexed.items(), key=lambda item: -item[1])
+    final: dict[str, int] = {}
+    cap = MAX_CP
+    for move, cp in ranked:  # lines of two depths may name one move: its better-ranked line counts
+        if move not in final:
+            cap = final[move] = min(cap, cp)  # the engine's ranking stands (see the module docstring)
+    return list(final.items())
 
 
 def winrate(cp: float, scale: float) -> float:
@@ -134,34 +182,26 @@ class UsiTeacher(Teacher):
 
     def _label(self, query: Query) -> Label:
         infos, best = self._search(query)
-        scored: dict[str, tuple[int, int]] = {}  # first pv move -> (depth, cp)
-        last_cp: int | None = None
-        for line in infos:
-            tokens = line.split()
-            cp = score_cp(tokens)
-            if cp is None:
-                continue
-            last_cp = cp
-            if "pv" in tokens and tokens.index("pv") + 1 < len(tokens):
-                move, depth = tokens[tokens.index("pv") + 1], _depth(tokens)
-                if move not in scored or depth >= scored[move][0]:
-                    scored[move] = (depth, cp)
+        lines = final_lines(infos)
+        scored = dict(lines)
+        # the eval: the move played's own line, else the best final line, else (no line: a book move) even
+        cp_best = scored.get(best, lines[0][1] if lines else 0)
         if best == "win":
             return Label(None, 1.0, declared=True)
         if best == "resign":
-            return Label(None, 0.0 if last_cp is None else winrate(last_cp, self.eval_scale))
+            return Label(None, winrate(cp_best, self.eval_scale) if lines else 0.0)
         board = query.board
         legal = legal_move16s(board)
         move = board.move_from_usi(best) if best else 0
         if not move or (move & 0xFFFF) not in legal:
             self.close()
             raise TeacherError(f"{self.name}: answered the illegal move '{best}' in {board.sfen()}")
-        cp_best = scored[best][1] if best in scored else (last_cp or 0)
         policy: dict[int, float] = {}
-        for usi, (_, cp) in scored.items():
-            m = board.move_from_usi(usi) & 0xFFFF
-            if m in legal:
-                policy[m] = math.exp(max(-50.0, min(50.0, (cp - cp_best) / self.temperature)))
+        if len(scored) > 1:  # MultiPV lines: a soft policy; one line (or none) is one-hot on bestmove
+            for usi, cp in scored.items():
+                m = board.move_from_usi(usi) & 0xFFFF
+                if m in legal:
+                    policy[m] = math.exp(max(-50.0, min(50.0, (cp - cp_best) / self.temperature)))
         policy[move & 0xFFFF] = 1.0  # exp(0), also where the best move's own line was not seen
         total = sum(policy.values())
         proven = cp_best >= PROVEN_CP
