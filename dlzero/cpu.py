@@ -14,6 +14,7 @@ from pathlib import Path
 # the flags that change a speed figure of dlzero's: int8 (VNNI, AMX) and bf16 (AVX512_BF16, AMX)
 SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8", "amx_bf16")
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 
 @functools.cache
@@ -36,3 +37,9 @@ def cpu_flags() -> str:
 def native_bf16() -> bool:
     """Whether the CPU computes bf16 in hardware (AVX512_BF16 or AMX), so bf16 training pays on it."""
     return bool((flag_set() or frozenset()) & BF16_FLAGS)
+
+
+def native_int8() -> bool:
+    """Whether the CPU has int8 dot-product instructions (VNNI or AMX): there onnxruntime's int8 kernels ran about
+    3x fp32 (docs/int8.md), so a shipped network plays its int8 file; elsewhere (not measured) its fp32 one."""
+    return bool((flag_set() or frozenset()) & INT8_FLAGS)

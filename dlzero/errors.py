@@ -25,6 +25,10 @@ class ModelFileError(DlzeroError):
     """A checkpoint or ONNX file is missing, truncated, or does not match what is expected."""
 
 
+class NetworkError(DlzeroError):
+    """A shipped network's manifest is malformed, or a file differs from what the manifest records."""
+
+
 class BackendError(DlzeroError):
     """An inference backend or provider was requested that is not available here."""
 

@@ -1,4 +1,4 @@
-"""Where the files that ship with dlzero are: configs, opening suites, the validation set.
+"""Where the files that ship with dlzero are: configs, opening suites, the validation set, the networks.
 
 In a checkout they sit in the top-level `configs/` folder; an installed wheel carries the same folder inside
 the package as `dlzero/configs` (setup.py maps it), so no reader may find them through `Path(__file__).parents`.

@@ -2,15 +2,16 @@
 # The wheel installs anywhere: build dlzero's wheel from the checkout's files, install it into a clean venv, and
 # run one generation of the tiny loop (self-play -> train -> held-out validation -> int8 -> gate -> promote) in an
 # empty folder, with no checkout on the path. Every file dlzero reads at run time (configs, the gate's opening
-# suite, the validation set, the dashboard's page) must then come from the installed package, so a reader that
-# looks for them beside the source fails here, not on a user's machine. A few minutes, most of it pip.
+# suite, the validation set, the dashboard's page, the shipped networks) must then come from the installed package,
+# so a reader that looks for them beside the source fails here, not on a user's machine. Then `dlzero bestmove`
+# with no --model plays the default shipped network from another empty folder. A few minutes, most of it pip.
 #   bash scripts/wheel_check.sh [PYTHON]      (default python3; CI runs it from .ci/run)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${1:-python3}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-unset PYTHONPATH
+unset PYTHONPATH DLZERO_NETWORKS_DIR
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
 start=$(date +%s)
 
@@ -38,7 +39,8 @@ package = Path(dlzero.__file__).resolve().parent
 assert "site-packages" in package.parts, f"dlzero imported from {package}, not from the installed wheel"
 assert configs_dir() == package / "configs", configs_dir()
 shipped = ["configs/tiny.yaml", "configs/gpu-1.yaml", "configs/cluster.yaml", "configs/openings/gate.txt",
-           "configs/validation/fairy-stockfish-n20k.hcpe3", "configs/validation/fairy-stockfish-n20k.hcpe3.json",
+           "configs/openings/rating.txt", "configs/validation/fairy-stockfish-n20k.hcpe3",
+           "configs/validation/fairy-stockfish-n20k.hcpe3.json", "configs/networks/README.md",
            "dashboard/static/index.html", "dashboard/static/dashboard.js", "dashboard/static/dashboard.css"]
 missing = [name for name in shipped if not resources.files("dlzero").joinpath(name).is_file()]
 assert not missing, f"the wheel lacks {missing}"
@@ -72,5 +74,24 @@ games = sorted((run / "games").glob("gen-0001-vs-gen-0000/*.csa"))
 assert len(games) == 2, games
 assert Path("gate-games.hcpe").stat().st_size > 0, "import-records wrote nothing"
 print("wheel_check: one generation self-played, trained, validated on the shipped set, gated and promoted")
+EOF
+
+# The shipped network plays from the installed wheel, given no model, in a folder of its own: its manifest and
+# files verify, and `dlzero bestmove` with no --model answers a legal move.
+mkdir "$work/play"
+cd "$work/play"
+"$work/venv/bin/dlzero" networks list
+"$work/venv/bin/dlzero" networks verify
+move="$("$work/venv/bin/dlzero" bestmove --position startpos --playouts 200)"
+"$work/venv/bin/python" - "$move" <<'EOF'
+"""The move the shipped network chose is legal in the starting position."""
+import sys
+
+import cshogi
+
+board = cshogi.Board()
+move = board.move_from_usi(sys.argv[1])
+assert move and board.is_legal(move), f"dlzero bestmove answered {sys.argv[1]!r}, not a legal move"
+print(f"wheel_check: the shipped network plays {sys.argv[1]} from startpos with no --model")
 EOF
 echo "wheel_check: ok in $(($(date +%s) - start)) s"

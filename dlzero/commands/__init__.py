@@ -9,6 +9,7 @@ checked by `tests/test_layers.py`.
 COMMAND_MODULES: tuple[str, ...] = (
     "init_model",
     "export",
+    "networks",
     "bench",
     "import_records",
     "teach",

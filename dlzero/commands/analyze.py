@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
 import sys
+from typing import NoReturn
 
-from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
 
 FLAG_KEYS = {"max_line_bytes": "analysis.max_line_bytes"}
 
@@ -13,7 +17,7 @@ FLAG_KEYS = {"max_line_bytes": "analysis.max_line_bytes"}
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="answer JSON analysis queries from stdin, one per line "
                        "(KataGo's protocol; docs/analysis.md)")
-    p.add_argument("--model", required=True, help="model file (.pt or .onnx)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--playouts", type=int, default=800, help="playouts of a query that gives no maxVisits/playouts")
     p.add_argument("--max-batch", type=int, default=64,
                    help="most turns searched together, highest priority first (default 64)")
@@ -33,8 +37,21 @@ def run(args: argparse.Namespace) -> int:
     if args.playouts < 1 or args.max_batch < 1:
         raise ConfigError("--playouts and --max-batch must be at least 1")
     cfg = config_from_args(args, FLAG_KEYS)
-    engine = AnalysisEngine(load_engine_model(args.model, cfg), cfg, args.playouts)
+    engine = AnalysisEngine(load_engine_model(model_choice(args.model, cfg, "analyze").path, cfg), cfg,
+                            args.playouts)
     sys.stdout.reconfigure(encoding="utf-8")  # the protocol is UTF-8 JSON lines, whatever the locale
     # bytes in: the engine decodes them itself, so a line that is not UTF-8 is one error answer
-    serve(engine, sys.stdin.buffer, sys.stdout, args.max_batch, cfg.analysis.max_line_bytes)
+    try:
+        serve(engine, sys.stdin.buffer, sys.stdout, args.max_batch, cfg.analysis.max_line_bytes)
+    except BrokenPipeError:
+        reader_gone()
     return 0
+
+
+def reader_gone() -> NoReturn:
+    """The reader of stdout left (`dlzero analyze | head`): end quietly, as a pipeline's tools do, with
+    the status of a process ended by SIGPIPE (141). Without the interpreter's teardown: the thread
+    reading stdin may be blocked in it, and the teardown would abort on its lock (SIGABRT)."""
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(128 + signal.SIGPIPE)

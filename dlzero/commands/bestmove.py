@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
 from dlzero.errors import PositionError
 
 
 def register(sub) -> None:
     p = sub.add_parser("bestmove", help="print the best move of one position")
-    p.add_argument("--model", required=True, help="model file (.pt or .onnx)")
+    p.add_argument("--model", help=MODEL_HELP)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--sfen", help="the position as an SFEN string")
     where.add_argument("--position", help="as in USI: 'startpos moves 7g7f ...' or 'sfen ... moves ...'")
@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
         raise PositionError(f"--playouts must be at least 1, got {args.playouts}")
     position = f"sfen {args.sfen}" if args.sfen is not None else args.position
     parse_position(position)  # a bad position fails before the model is loaded
-    engine = Engine.load(args.model, config_from_args(args))
+    cfg = config_from_args(args)
+    engine = Engine.load(model_choice(args.model, cfg, "bestmove").path, cfg)
     analysis = engine.analyze(position, playouts=args.playouts)
     if args.json:
         print(json.dumps({"position": position, **analysis.to_dict(engine.cfg.usi.multipv)}))

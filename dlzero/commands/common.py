@@ -7,10 +7,15 @@ Every flag is a shorthand for a config key, so `--device cuda` is `--set inferen
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlzero.config import Config, load_config
 from dlzero.resources import configs_dir
+
+if TYPE_CHECKING:
+    from dlzero.engine.shipped import ModelChoice
 
 CONFIG_DIR = configs_dir()
 
@@ -56,6 +61,21 @@ def resolve_config_path(name: str | None) -> str | None:
         return name
     bundled = CONFIG_DIR / f"{name}.yaml"
     return str(bundled) if bundled.is_file() else name
+
+
+MODEL_HELP = ("model file (.pt or .onnx), or a network's name (`dlzero networks list`); "
+              "default: the default network")
+
+
+def model_choice(spec: str | None, cfg: Config, command: str) -> ModelChoice:
+    """The model a command loads (`dlzero.engine.shipped`): `--model` as given, else the default network, which
+    is named on stderr (stdout carries the command's answer)."""
+    from dlzero.engine.shipped import require_model
+
+    choice = require_model(spec, cfg)
+    if choice.network is not None:
+        print(f"dlzero {command}: {choice.note('--model')}", file=sys.stderr)
+    return choice
 
 
 def config_from_args(args: argparse.Namespace, keys: dict[str, str] | None = None) -> Config:

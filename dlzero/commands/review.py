@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
+from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
 
 REVIEW_KEYS = {"playouts": "review.playouts", "blunder_threshold": "review.blunder_threshold",
                "positions_per_batch": "review.positions_per_batch"}
@@ -13,7 +13,7 @@ REVIEW_KEYS = {"playouts": "review.playouts", "blunder_threshold": "review.blund
 def register(sub) -> None:
     p = sub.add_parser("review", help="analyse a game record into an annotated KIF (and an evaluation graph)")
     p.add_argument("record", help="game record: .csa, .kif, .kifu or .ki2")
-    p.add_argument("--model", required=True, help="model file (.pt or .onnx)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--out", help="annotated record to write, .kif (Shift_JIS) or .kifu (UTF-8); "
                    "default: RECORD-review.kif beside the record")
     p.add_argument("--png", help="also draw the evaluation graph into this PNG file")
@@ -51,10 +51,11 @@ def run(args: argparse.Namespace) -> int:
     game = games[args.game - 1]
     for note in game.notes:
         print(f"dlzero review: {args.record}: {note}", file=sys.stderr)
-    engine = AnalysisEngine(load_engine_model(args.model, cfg), cfg, cfg.review.playouts)
+    model = model_choice(args.model, cfg, "review")
+    engine = AnalysisEngine(load_engine_model(model.path, cfg), cfg, cfg.review.playouts)
     review = review_game(engine, game, cfg.review.playouts, cfg.review.positions_per_batch,
                          cfg.review.blunder_threshold, progress=not args.no_progress)
-    header = [f"dlzero review of {Path(args.record).name}: model {Path(args.model).name}, "
+    header = [f"dlzero review of {Path(args.record).name}: model {model.label()}, "
               f"{cfg.review.playouts} playouts per position"]
     write_review(review, out, header)
     print(f"{len(game.moves)} moves reviewed; annotated record: {out}")

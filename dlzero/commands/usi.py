@@ -9,7 +9,8 @@ from dlzero.commands.common import add_config_args, add_inference_args, config_f
 
 def register(sub) -> None:
     p = sub.add_parser("usi", help="USI engine on stdin/stdout (for GUIs and match runners)")
-    p.add_argument("--model", help="model file (.pt or .onnx); or later `setoption name ModelPath`")
+    p.add_argument("--model", help="model file (.pt or .onnx) or a network's name (`dlzero networks list`); or "
+                   "later `setoption name ModelPath`; default: the default network")
     add_config_args(p)
     add_inference_args(p)
     p.set_defaults(func=run)

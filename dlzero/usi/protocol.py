@@ -7,6 +7,8 @@ change what the worker uses (`position`, `go`, `usinewgame`, `gameover`, `quit`,
 first stop and join it, so there is never more than one search and never two `bestmove` lines.
 All output goes through one locked writer, so `info` lines from the worker never interleave
 with replies from the main thread. Nothing but USI text goes to the output: logs use stderr.
+Mate searches deeper than the engine can stop (`go mate`, RootMateDepth over 7) run in a helper
+process (`dlzero.search.mate`), so they never keep those commands waiting either.
 
 `go` as YaneuraOu answers it: a limit given with `infinite` (`go nodes 800 infinite`) ends the
 search at the limit; `infinite` alone searches until `stop`. `go ponder` never answers before
@@ -23,19 +25,22 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn, TextIO
 
 import cshogi
 
-from dlzero.config import Config
+from dlzero.config import MATE_MOVE_MAX_PLIES, Config
 from dlzero.engine.layout import engine_inference, load_engine_model
-from dlzero.engine.player import Analysis, Player
+from dlzero.engine.player import MAX_PLAYOUTS, Analysis, Player
+from dlzero.engine.shipped import resolve_model
 from dlzero.engine.timeman import Limits
 from dlzero.errors import DlzeroError
 from dlzero.inference.base import Evaluator
 from dlzero.position import parse_position
 from dlzero.search import best_index, winrate_to_cp
 from dlzero.search.guard import DFPN_MAX_PLIES
+from dlzero.search.mate import DFPN_NODES_MAX, MateSolver
 from dlzero.usi.options import (
     BY_NAME,
     IGNORED,
@@ -53,8 +58,20 @@ _GO_INT_ARGS = {"btime", "wtime", "byoyomi", "binc", "winc", "movetime", "nodes"
 # Words that end a `searchmoves` list (UCI: the moves run to the next keyword or the line's end).
 _GO_KEYWORDS = _GO_INT_ARGS | {"infinite", "ponder", "mate", "searchmoves", "depth"}
 _USI_MOVE = re.compile(r"([1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i])")
+_GO_INT = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() also takes '²', which int() refuses
 MATE_NODES_PER_MS = 500
 MATE_NODES_INFINITE = 5_000_000
+
+
+@dataclass(frozen=True)
+class MateLimits:
+    """What `go mate` asked for: df-pn nodes (cut to DFPN_NODES_MAX by `dlzero.search.mate`), seconds
+    (None: no clock), and whether it is `go mate [infinite]`, which `position`, `go` and `usinewgame`
+    stop rather than wait for."""
+
+    nodes: int
+    seconds: float | None = None
+    infinite: bool = False
 
 
 class UsiEngine:
@@ -76,6 +93,7 @@ class UsiEngine:
         self._open_ended = False  # the current search waits for `stop` / `ponderhit`
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
+        self._mate = MateSolver()  # `go mate` and the Player's deep root mate searches, in a helper process
 
     # -- I/O ------------------------------------------------------------------------------------
     def send(self, line: str) -> None:
@@ -134,6 +152,8 @@ class UsiEngine:
     def _isready(self, _: str) -> None:
         if not self._thinking():
             self._ensure_model()
+            if self.cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES:
+                self._mate.start()  # deep root mates need the helper process: started before a clock runs
         self.send("readyok")
 
     def _setoption(self, rest: str) -> None:
@@ -188,17 +208,17 @@ class UsiEngine:
 
     def _go(self, rest: str) -> None:
         self._finish_search(wait=True)
-        limits, mate_nodes = self._parse_go(rest.split(), self._board)
+        limits, mate = self._parse_go(rest.split(), self._board)
         self._stop.clear()
         self._ponderhit.clear()
-        self._open_ended = limits.open_ended or limits.ponder
+        self._open_ended = limits.open_ended or limits.ponder or (mate is not None and mate.infinite)
         if self._board is None:
             self.send("info string error: no position")
-            self._bestmove_or_checkmate(mate_nodes, None)
+            self._bestmove_or_checkmate(mate, None)
             return
         board = self._board.copy()
-        if mate_nodes is not None:
-            target = lambda: self._send_checkmate(board, mate_nodes)  # noqa: E731
+        if mate is not None:
+            target = lambda: self._send_checkmate(board, mate)  # noqa: E731
         else:
             player = self._ensure_player()
             if player is None:
@@ -225,15 +245,18 @@ class UsiEngine:
         self._finish_search()
 
     # -- search ---------------------------------------------------------------------------------
-    def _parse_go(self, tokens: list[str], board: cshogi.Board | None) -> tuple[Limits, int | None]:
-        """Limits from `go` arguments, and the `go mate` node budget (None: not a mate search).
+    def _parse_go(self, tokens: list[str], board: cshogi.Board | None) -> tuple[Limits, MateLimits | None]:
+        """Limits from `go` arguments, and the `go mate` limits (None: not a mate search).
 
         A bad argument is reported in an `info string` and left out; the rest of the command
-        stands. `go mate T` is a time in ms (USI), `go mate nodes N` a node budget (shogiarena's
-        `run mate --node-limit`), `go mate` / `go mate infinite` the largest budget.
+        stands, so every `go` is answered. `go mate T` is a time in ms (USI) and a node budget
+        scaled to it, `go mate nodes N` a node budget (shogiarena's `run mate --node-limit`),
+        `go mate` / `go mate infinite` the largest budget; each ends early at `stop`. A number
+        beyond what the engine can do is cut to it (said so): `go nodes` to MAX_PLAYOUTS, mate
+        nodes to cshogi's C int (`dlzero.search.mate`).
         """
         limits = Limits()
-        mate_nodes: int | None = None
+        mate: MateLimits | None = None
         i = 0
         while i < len(tokens):
             tok = tokens[i]
@@ -241,15 +264,18 @@ class UsiEngine:
             if tok in ("infinite", "ponder"):
                 setattr(limits, tok, True)
             elif tok == "mate":
-                if nxt == "nodes" and i + 2 < len(tokens) and tokens[i + 2].isdigit():
-                    mate_nodes = int(tokens[i + 2])
+                if nxt == "nodes" and i + 2 < len(tokens) and _GO_INT.fullmatch(tokens[i + 2]):
+                    mate = MateLimits(int(tokens[i + 2]))
+                    if mate.nodes > DFPN_NODES_MAX:
+                        self.send(f"info string go mate nodes {tokens[i + 2]} is more than df-pn takes; "
+                                  f"searching {DFPN_NODES_MAX}")
                     i += 2
-                elif nxt is not None and nxt.isdigit():
-                    mate_nodes = MATE_NODES_PER_MS * int(nxt) or MATE_NODES_INFINITE
+                elif nxt is not None and _GO_INT.fullmatch(nxt) and int(nxt) > 0:
+                    mate = MateLimits(MATE_NODES_PER_MS * int(nxt), int(nxt) / 1000.0)
                     i += 1
                 else:
-                    mate_nodes = MATE_NODES_INFINITE
-                    if nxt == "infinite":
+                    mate = MateLimits(MATE_NODES_INFINITE, infinite=True)
+                    if nxt == "infinite" or (nxt is not None and _GO_INT.fullmatch(nxt)):
                         i += 1
             elif tok == "searchmoves":
                 end = i + 1
@@ -259,19 +285,24 @@ class UsiEngine:
                 i = end - 1
             elif tok == "depth":
                 self.send("info string go depth is not supported (a tree search has no fixed depth): ignored")
-                if nxt is not None and nxt.isdigit():
+                if nxt is not None and _GO_INT.fullmatch(nxt):
                     i += 1
             elif tok in _GO_INT_ARGS and i + 1 < len(tokens):
                 value = tokens[i + 1]
-                if value.lstrip("-").isdigit():
-                    setattr(limits, "playouts" if tok == "nodes" else tok, max(int(value), 0))
+                if _GO_INT.fullmatch(value):
+                    number = max(int(value), 0)
+                    if tok == "nodes" and number > MAX_PLAYOUTS:
+                        self.send(f"info string go nodes {value} is more than a search takes; "
+                                  f"searching {MAX_PLAYOUTS}")
+                        number = MAX_PLAYOUTS
+                    setattr(limits, "playouts" if tok == "nodes" else tok, number)
                 else:
                     self.send(f"info string error: go {tok} needs an integer, got '{value}'")
                 i += 1
             else:
                 self.send(f"info string error: unknown go argument '{tok}'")
             i += 1
-        return limits, mate_nodes
+        return limits, mate
 
     def _searchmoves(self, texts: list[str], board: cshogi.Board | None) -> tuple[int, ...]:
         """The legal root moves among `texts`; each bad one named in an `info string` and left out.
@@ -333,8 +364,8 @@ class UsiEngine:
             tail = f" pv {' '.join(pv)}" if pv else ""
             self.send(f"info depth {depth} seldepth {depth}{mpv} {head[5:]} score {score}{tail}")
 
-    def _bestmove_or_checkmate(self, mate_nodes: int | None, result: Analysis | None) -> None:
-        if mate_nodes is not None:
+    def _bestmove_or_checkmate(self, mate: MateLimits | None, result: Analysis | None) -> None:
+        if mate is not None:
             self.send("checkmate nomate")
         elif result is None:
             self.send("bestmove resign")
@@ -343,18 +374,17 @@ class UsiEngine:
         else:
             self.send(f"bestmove {result.bestmove}")
 
-    def _send_checkmate(self, board: cshogi.Board, nodes: int) -> None:
-        """`go mate`: cshogi's df-pn within a node budget.
-
-        cshogi's df-pn holds the GIL and cannot be interrupted from another thread, so a time
-        limit becomes a node limit (MATE_NODES_PER_MS: measured about 1M nodes/s on one core,
-        halved for safety).
-        """
-        dfpn = cshogi.DfPn(DFPN_MAX_PLIES, max(nodes, 1000))
-        if not board.is_check() and dfpn.search(board):
-            self.send("checkmate " + " ".join(cshogi.move_to_usi(m) for m in dfpn.get_pv(board)))
-        else:
-            self.send("checkmate nomate")
+    def _send_checkmate(self, board: cshogi.Board, mate: MateLimits) -> None:
+        """`go mate`: cshogi's df-pn within a node budget and the time, in the helper process of
+        `dlzero.search.mate` (cshogi's df-pn holds the GIL and cannot be interrupted in this one):
+        `checkmate MOVES`, `checkmate nomate` (none within the budget) or `checkmate timeout` (the
+        time ran out, or `stop` came, first). Always one answer, whatever fails."""
+        try:
+            pv = self._mate.search(board, DFPN_MAX_PLIES, max(mate.nodes, 1000), mate.seconds, self._stop.is_set)
+        except Exception as exc:  # the GUI still needs its answer
+            self.send(f"info string error: mate search failed: {exc}")
+            pv = []
+        self.send("checkmate timeout" if pv is None else "checkmate " + (" ".join(pv) or "nomate"))
 
     def _thinking(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
@@ -374,10 +404,11 @@ class UsiEngine:
 
     # -- model and player -----------------------------------------------------------------------
     def _ensure_model(self) -> Evaluator | None:
-        """Load the model if none is loaded or a model option changed; errors become info strings."""
-        if self.model_path is None:
-            self.send("info string error: no model: setoption name ModelPath value <file.pt|file.onnx>")
-            return None
+        """Load the model if none is loaded or a model option changed; errors become info strings.
+
+        ModelPath is a file or a network's name; empty, the default network plays (`dlzero.engine.shipped`),
+        and an `info string` (and a line on stderr) says which, before `readyok`, where the engine already
+        reports what it loaded: GUIs and match runners read on to `readyok` and skip `info` lines."""
         # the settings the network is loaded with: the laid-out engine's, whose threads follow EvalStreams 0
         loaded = engine_inference(self.cfg)
         wanted = (self.model_path,) + tuple(get_key(loaded, k) for k in MODEL_KEYS)
@@ -387,9 +418,22 @@ class UsiEngine:
             self._evaluator.close()
         self._evaluator, self._loaded_as, self._player = None, None, None
         try:
-            self._evaluator = self._loader(self.model_path, self.cfg)
+            choice = resolve_model(self.model_path, self.cfg)
+        except DlzeroError as exc:
+            self.send(f"info string error: {exc}")
+            return None
+        if choice is None:
+            self.send("info string error: no model (and no network ships): "
+                      "setoption name ModelPath value <file.pt|file.onnx>")
+            return None
+        if choice.network is not None:
+            note = choice.note("setoption name ModelPath")
+            print(f"dlzero usi: {note}", file=sys.stderr)
+            self.send(f"info string {note}")
+        try:
+            self._evaluator = self._loader(str(choice.path), self.cfg)
         except Exception as exc:  # report it in the GUI and stay alive for a new ModelPath
-            self.send(f"info string error: cannot load model '{self.model_path}': {exc}")
+            self.send(f"info string error: cannot load model '{choice.path}': {exc}")
             return None
         self._loaded_as = wanted
         self.send(f"info string loaded {self._evaluator.describe()}")
@@ -401,7 +445,7 @@ class UsiEngine:
         if evaluator is None:
             return None
         if self._player is None or self._player.cfg != self.cfg:
-            self._player = Player(evaluator, self.cfg)
+            self._player = Player(evaluator, self.cfg, self._mate)
         return self._player
 
 

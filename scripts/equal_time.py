@@ -1,0 +1,115 @@
+"""A shipped network at equal time against fixed opponents (not a test; issue 39's measurement).
+
+    python scripts/equal_time.py --network default --opponents gpsshogi:depth=4,miniosl:sample=0 --games 40 \
+        --work runs/equal-time --csv docs/benchmarks/networks.csv
+
+dlzero plays as a USI engine (`dlzero usi --model NETWORK`) at `--byoyomi` ms a move with `Threads 1` and
+`EvalStreams 1`: one core's worth of search, the way a user's GUI runs it. Each opponent is a `rate.anchors`
+name (GPS Shogi, Fairy-Stockfish, miniosl, alpha-beta, another `usi:` engine). Games come in colour-swapped pairs
+from the rating suite (configs/openings/rating.txt, which no teacher or self-play game starts from),
+`--parallel` games at once (2 on a 2-core machine: each game has one engine thinking at a time). The games are
+kept in WORK as `dlzero rate` batches, so a rerun tops a pairing up to `--games` and plays nothing else.
+Prints each pairing's W-D-L and score with its 95 % Wilson interval, and the CPU's flags; with `--csv`, sets
+the rows of this network in that file (`network, opponent, time_control, wins, draws, losses`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dlzero.commands.common import resolve_config_path  # noqa: E402
+from dlzero.config import load_config, parse_anchor  # noqa: E402
+from dlzero.cpu import cpu_flags  # noqa: E402
+from dlzero.gating.elo_fit import score_interval  # noqa: E402
+from dlzero.gating.rating import load_batches, rate  # noqa: E402
+from dlzero.networks import default_network, find_network, load_networks  # noqa: E402
+from dlzero.rundir import RunDir  # noqa: E402
+
+COLUMNS = ["network", "opponent", "time_control", "wins", "draws", "losses"]
+
+
+def our_engine(network: str, byoyomi: int) -> str:
+    """The `usi:` anchor name of dlzero's engine playing `network` at `byoyomi` ms on one core."""
+    dlzero = shutil.which("dlzero") or str(Path(sys.executable).with_name("dlzero"))
+    return f"usi:{dlzero} usi --model {network};Threads=1;EvalStreams=1;byoyomi={byoyomi}"
+
+
+def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int]:
+    """`me`'s wins, draws and losses against `opponent` over every stored game."""
+    w = d = lo = 0
+    for _, batch in load_batches(rd)[0]:
+        if set(batch.players) != {me, opponent}:
+            continue
+        for g in batch.games:
+            side = "black" if g["black"] == me else "white"
+            if g.get("winner") is None:
+                d += 1
+            elif g["winner"] == side:
+                w += 1
+            else:
+                lo += 1
+    return w, d, lo
+
+
+def write_rows(path: Path, network: str, rows: list[dict]) -> None:
+    """Replace `network`'s rows of `path` (other networks' rows are kept)."""
+    kept = []
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as f:
+            kept = [r for r in csv.DictReader(f) if not (r["network"] == network and
+                                                         any(r["opponent"] == x["opponent"] and
+                                                             r["time_control"] == x["time_control"] for x in rows))]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept + rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--network", default="default", help="a shipped network's name, or default")
+    parser.add_argument("--opponents", required=True, help="comma list of anchor names")
+    parser.add_argument("--games", type=int, default=40, help="games per pairing (even)")
+    parser.add_argument("--byoyomi", type=int, default=1000, help="ms a move for dlzero")
+    parser.add_argument("--parallel", type=int, default=2, help="games played at once")
+    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "equal-time", help="where the games are kept")
+    parser.add_argument("--csv", type=Path, help="set this network's rows in this CSV")
+    args = parser.parse_args()
+    networks = load_networks()
+    net = default_network(networks) if args.network == "default" else find_network(args.network, networks)
+    if net is None:
+        sys.exit("equal_time.py: no network ships")
+    me = our_engine(net.name, args.byoyomi)
+    opponents = args.opponents.split(",")
+    for name in [me, *opponents]:
+        try:
+            parse_anchor(name)
+        except ValueError as exc:
+            sys.exit(f"equal_time.py: {exc}")
+    cfg = load_config(resolve_config_path("tiny"), [f"rate.games={args.games}", f"rate.parallel={args.parallel}"])
+    rd = RunDir.open(args.work) if (args.work / "config.yaml").exists() else RunDir.create(args.work, cfg)
+    print(f"{net.name} at byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1; cpu: {cpu_flags()}", flush=True)
+    control = f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1"
+    rows = []
+    for opponent in opponents:
+        one = dataclasses.replace(cfg, rate=dataclasses.replace(cfg.rate, anchors=[opponent, me]))
+        rate(rd, one, [], progress=sys.stderr.isatty())
+        w, d, lo = tally(rd, me, opponent)
+        s, low, high = score_interval(w, d, lo)
+        print(f"{net.name} vs {opponent}: {w}-{d}-{lo}, score {s:.3f} [{low:.3f}, {high:.3f}]", flush=True)
+        rows.append({"network": net.name, "opponent": opponent, "time_control": control,
+                     "wins": w, "draws": d, "losses": lo})
+    if args.csv:
+        write_rows(args.csv, net.name, rows)
+
+
+if __name__ == "__main__":
+    main()
