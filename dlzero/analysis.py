@@ -26,7 +26,11 @@ Scheduling: a reader thread parses lines as they come (actions act at once, even
 the main thread takes up to `max_batch` waiting turns, highest `priority` first (ties: arrival
 order), and searches those sharing a search config in lockstep in one `Search.run`, so the
 network sees one batch across positions (each tree adds `search.leaves_per_tree` leaves to it).
-Answers therefore come out of order when priorities differ. End of input drains the queue, then the engine exits.
+It searches in slices, so that no turn holds the engine (a query of 10^21 visits did; `maxVisits`
+is now cut to 10^9): a slice ends when a turn is done or another waits (`AnalysisServer`), and the
+unfinished turns go back to the queue, keeping their trees. Answers therefore come out of order
+when priorities differ. End of input drains the queue, then the engine exits; a broken output
+(its reader gone) stops it at once (`serve`).
 
 Bad input costs one answer, never the engine: every line is answered (an error line when it is not
 a query: bad JSON, nested too deeply, not UTF-8, longer than `analysis.max_line_bytes`), and an
@@ -39,6 +43,7 @@ lone surrogate from a `"\\ud800"` escape in a query) is written as a JSON `\\u` 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import heapq
 import json
 import logging
@@ -55,7 +60,7 @@ import cshogi
 import numpy as np
 
 from dlzero.analysis_query import ACTIONS, Parsed, QueryError, QueryReader, Task, leading_id
-from dlzero.config import AnalysisConfig, Config, SearchConfig
+from dlzero.config import MATE_MOVE_MAX_PLIES, AnalysisConfig, Config, SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
 from dlzero.engine.layout import engine_config
 from dlzero.engine.player import Analysis, root_checks
@@ -71,6 +76,7 @@ from dlzero.search import (
     softmax_priors,
     winrate_to_cp,
 )
+from dlzero.search.mate import MateSolver
 from dlzero.version import __version__
 
 LCB_Z = 1.96
@@ -79,8 +85,10 @@ PV_MAX = 32
 DISCARD_CHUNK = 1 << 16  # what an over-long line is read (and dropped) in
 
 
-def analysis_of(tree: Tree, elapsed: float) -> Analysis:
-    """Analysis of a searched tree (no resignation: an analysis reports the best move)."""
+def analysis_of(tree: Tree, elapsed: float, playouts: int | None = None) -> Analysis:
+    """Analysis of a searched tree (no resignation: an analysis reports the best move); `playouts`:
+    those of all its searches, when it was searched in slices (default: the last search's)."""
+    playouts = tree.playouts if playouts is None else playouts
     stats = move_stats(tree)
     if not stats:
         return Analysis(bestmove="resign", nodes=tree.nodes)
@@ -88,8 +96,7 @@ def analysis_of(tree: Tree, elapsed: float) -> Analysis:
     winrate = root_winrate(tree)
     return Analysis(bestmove=pv[0], ponder=pv[1] if len(pv) > 1 else None, pv=pv, winrate=winrate,
                     score_cp=winrate_to_cp(winrate), mate=mate_distance(tree), moves=stats, nodes=tree.nodes,
-                    playouts=tree.playouts, time_ms=int(elapsed * 1000),
-                    nps=tree.playouts / max(elapsed, 1e-6))
+                    playouts=playouts, time_ms=int(elapsed * 1000), nps=playouts / max(elapsed, 1e-6))
 
 
 @dataclass
@@ -193,6 +200,9 @@ class AnalysisEngine:
         self.reader = QueryReader(cfg, playouts)
         self._searches: dict[str, Search] = {}
         self._clear_cache = threading.Event()
+        self._mate = MateSolver()  # deep root mate searches (`search.root_mate_depth` over 7), in a helper process
+        if cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES:
+            self._mate.start()
         self._encoder = Encoder()
 
     # -- synchronous API ------------------------------------------------------------------------
@@ -250,34 +260,63 @@ class AnalysisEngine:
         return dict(action)
 
     # -- searching ------------------------------------------------------------------------------
-    def search(self, tasks: list[Task], emit: Callable[[TurnResult], None]) -> None:
-        """Search `tasks` and emit their results: those sharing a search config run in lockstep."""
+    def search(self, tasks: list[Task], emit: Callable[[TurnResult], None],
+               should_yield: Callable[[], bool] | None = None) -> list[Task]:
+        """Search `tasks` and emit their results: those sharing a search config run in lockstep.
+
+        With `should_yield` (the server's scheduler) the search comes in slices: a group's search
+        ends when one of its trees is done (so its answer goes out at once, whatever its batch-mates
+        still have to do) or when `should_yield()` says other tasks are waiting, and no further root
+        check or group starts after that. The tasks without a final answer are returned, each
+        keeping its tree and counts, for a later call to go on with. Without it, every task is
+        searched to its end, and none is returned.
+        """
         self._maybe_clear_cache()
-        policies = self._policies([t for t in tasks if t.include_policy and not t.terminated])
+        self._policies([t for t in tasks if t.include_policy and t.policy is None and not t.terminated])
         groups: dict[str, list[Task]] = {}
+        paused: list[Task] = []
         for task in tasks:
             if task.terminated:
-                emit(TurnResult(task))
-                continue
-            settled = root_checks(task.board, 0 if task.rules else task.search.root_mate_depth,
-                                  task.search.entering_king_rule)
-            if settled is not None:
-                emit(self._settled_result(task, settled, policies.get(id(task))))
-                continue
-            groups.setdefault(repr(task.search), []).append(task)
+                emit(self.final(task))
+            elif task.checked:
+                groups.setdefault(repr(task.search), []).append(task)
+            elif should_yield is not None and should_yield():
+                paused.append(task)
+            else:
+                settled = root_checks(task.board, 0 if task.rules else task.search.root_mate_depth,
+                                      task.search.entering_king_rule, solver=self._mate,
+                                      stop=lambda task=task: task.terminated)
+                task.checked = True
+                if settled is not None:
+                    emit(self._settled_result(task, settled))
+                else:
+                    groups.setdefault(repr(task.search), []).append(task)
         for key, members in groups.items():
             live = []
             for task in members:  # a task may be terminated while an earlier group runs
                 if task.terminated:
-                    emit(TurnResult(task))
+                    emit(self.final(task))
                 else:
                     live.append(task)
-            if live:
-                self._run_group(self._search(key, live[0].search), live, policies, emit)
+            if live and should_yield is not None and paused:  # an earlier group's slice has ended
+                paused.extend(live)
+            elif live:
+                paused.extend(self._run_group(self._search(key, live[0].search), live, emit, should_yield))
+        return paused
 
-    def _run_group(self, search: Search, tasks: list[Task], policies: dict[int, dict],
-                   emit: Callable[[TurnResult], None]) -> None:
-        trees = [Tree(t.board.copy(), move_filter=_move_filter(t) if t.rules else None) for t in tasks]
+    def final(self, task: Task) -> TurnResult:
+        """The final answer of `task` as its search left it (`noResults`: terminated before any playout)."""
+        if task.tree is None or (task.searched == 0 and task.terminated):
+            return TurnResult(task)
+        return self._result(task, 0, 0.0, False)
+
+    def _run_group(self, search: Search, tasks: list[Task], emit: Callable[[TurnResult], None],
+                   should_yield: Callable[[], bool] | None) -> list[Task]:
+        """One search of `tasks` (to their ends, or one slice with `should_yield`); the unfinished ones."""
+        for task in tasks:
+            if task.tree is None:
+                task.tree = Tree(task.board.copy(), move_filter=_move_filter(task) if task.rules else None)
+        trees = [task.tree for task in tasks]
         start = time.perf_counter()
         last_report = [start] * len(tasks)
 
@@ -289,43 +328,53 @@ class AnalysisEngine:
                     tree.target = tree.playouts  # the tree leaves the search at this step
                 if task.report_every and not tree.done and now - last_report[k] >= task.report_every:
                     last_report[k] = now
-                    emit(self._result(task, tree, now - start, True, policies.get(id(task))))
+                    emit(self._result(task, tree.playouts, now - start, True))
 
-        search.run(trees, [t.playouts for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree, on_step=on_step)
+        def slice_ends() -> bool:
+            return any(tree.done or search.tree_full(tree) for tree in trees) or should_yield()
+
+        search.run(trees, [t.playouts - t.searched for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree,
+                   on_step=on_step, should_stop=slice_ends if should_yield is not None else None)
         elapsed = time.perf_counter() - start
+        paused = []
         for task, tree in zip(tasks, trees, strict=True):
-            if tree.playouts == 0 and task.terminated:
-                emit(TurnResult(task))
+            task.searched += tree.playouts
+            task.seconds += elapsed
+            if task.terminated or task.searched >= task.playouts or search.tree_full(tree) or should_yield is None:
+                emit(self.final(task))
             else:
-                emit(self._result(task, tree, elapsed, False, policies.get(id(task))))
+                paused.append(task)
+        return paused
 
     # -- results --------------------------------------------------------------------------------
     @staticmethod
-    def _result(task: Task, tree: Tree, elapsed: float, during: bool, policy: dict[str, float] | None) -> TurnResult:
-        return TurnResult(task, during, analysis_of(tree, elapsed), move_infos(tree), tree.playouts, policy)
+    def _result(task: Task, playouts: int, seconds: float, during: bool) -> TurnResult:
+        """The answer from `task`'s tree, with `playouts` and `seconds` of the slice running now (0
+        between slices) added to those of the slices before."""
+        total = task.searched + playouts
+        return TurnResult(task, during, analysis_of(task.tree, task.seconds + seconds, total), move_infos(task.tree),
+                          total, task.policy)
 
     @staticmethod
-    def _settled_result(task: Task, analysis: Analysis, policy: dict[str, float] | None) -> TurnResult:
-        """The result when the rules decide the root (no legal move, a declaration, a short mate)."""
+    def _settled_result(task: Task, analysis: Analysis) -> TurnResult:
+        """The result when the rules decide the root (no legal move, a declaration, a mate)."""
         infos = []
         if analysis.mate is not None:
             infos.append(MoveInfo(analysis.bestmove, 0, 1.0, analysis.score_cp, 0.0, 1.0, 0, list(analysis.pv),
                                   [0] * len(analysis.pv)))
-        return TurnResult(task, False, analysis, infos, 0, policy)
+        return TurnResult(task, False, analysis, infos, 0, task.policy)
 
-    def _policies(self, tasks: list[Task]) -> dict[int, dict[str, float]]:
-        """Raw policy over the legal moves of each task's root, in one network call."""
+    def _policies(self, tasks: list[Task]) -> None:
+        """Raw policy over the legal moves of each task's root (`task.policy`), in one network call."""
         if not tasks:
-            return {}
+            return
         planes = self._encoder.encode_batch([task.board for task in tasks], new_batch_buffer(len(tasks)))
         logits, _ = self.evaluator.evaluate(np.asarray(planes))
-        out = {}
         for k, task in enumerate(tasks):
             moves, labels = legal_moves_and_labels(task.board)
             probs = softmax_priors(logits[k], labels, 1.0) if len(moves) else np.zeros(0)
             order = np.argsort(-probs, kind="stable")
-            out[id(task)] = {cshogi.move_to_usi(int(moves[i])): round(float(probs[i]), 6) for i in order}
-        return out
+            task.policy = {cshogi.move_to_usi(int(moves[i])): round(float(probs[i]), 6) for i in order}
 
     def _search(self, key: str, cfg: SearchConfig) -> Search:
         if key not in self._searches:
@@ -411,9 +460,18 @@ def _git_hash() -> str:
 
 
 class AnalysisServer:
-    """The asynchronous side of `serve`: a priority queue of tasks, actions applied as they arrive."""
+    """The asynchronous side of `serve`: a priority queue of tasks, actions applied as they arrive.
+
+    Tasks are searched in slices (`AnalysisEngine.search` with `should_yield`), so no query holds
+    the engine: a slice ends when one of its tasks is done, when a task of higher priority than one
+    running waits (at the next step), or, for a waiting task of the same priority, at once when
+    the batch has room for it, else after SLICE_S. The unfinished tasks go back to the queue behind
+    those of their priority that waited, and the next batch is again the highest priority first.
+    A task of lower priority waits until every higher one is answered.
+    """
 
     LINGER_S = 0.002  # after the first waiting task, how long to wait for more to batch with it
+    SLICE_S = 1.0  # the longest slice while a task of the same priority waits for room in the batch
 
     def __init__(self, engine: AnalysisEngine, out: TextIO, max_batch: int = 64) -> None:
         self.engine = engine
@@ -425,12 +483,31 @@ class AnalysisServer:
         self._running: list[Task] = []
         self._seq = 0
         self._eof = False
+        self._slice_start = 0.0
+        self.gone = False  # the reader of the answers has gone (a broken pipe): nothing is searched any more
 
     def emit(self, answer: dict) -> None:
+        """Write one answer; when its reader has gone, stop: no answer could reach anyone."""
         text = dump_answer(answer)
         with self._out_lock:
-            self.out.write(text)
-            self.out.flush()
+            if self.gone:
+                return
+            try:
+                self.out.write(text)
+                self.out.flush()
+            except BrokenPipeError:
+                self.gone = True
+        if self.gone:
+            self._give_up()
+
+    def _give_up(self) -> None:
+        """The output is gone: drop the queue, end the running search at its next step, read no more."""
+        with self._cond:
+            self._heap = []
+            self._eof = True
+            for task in self._running:
+                task.terminated = True
+            self._cond.notify()
 
     def submit(self, line: str) -> None:
         """Handle one input line (reader thread): queue its tasks, or apply its action now."""
@@ -452,11 +529,17 @@ class AnalysisServer:
             self._act(parsed.action)
             return
         with self._cond:
-            for task in parsed.tasks:
-                self._seq += 1
-                task.seq = self._seq
-                heapq.heappush(self._heap, (-task.priority, task.seq, task))
+            if self.gone:
+                return
+            self._push(parsed.tasks)
             self._cond.notify()
+
+    def _push(self, tasks: list[Task]) -> None:
+        """Queue `tasks` behind every task of their priority already waiting (the lock is held)."""
+        for task in tasks:
+            self._seq += 1
+            task.seq = self._seq
+            heapq.heappush(self._heap, (-task.priority, task.seq, task))
 
     def close_input(self) -> None:
         with self._cond:
@@ -481,8 +564,8 @@ class AnalysisServer:
             for task in self._running:
                 if hit(task):
                     task.terminated = True
-        for task in dropped:
-            self.emit(TurnResult(task).to_answer())
+        for task in dropped:  # a task between two slices answers with what it found so far
+            self.emit(self.engine.final(task).to_answer())
 
     def run(self) -> None:
         """Search queued tasks until the input has ended and the queue is empty."""
@@ -496,12 +579,27 @@ class AnalysisServer:
                     self._cond.wait(self.LINGER_S)
                 batch = [heapq.heappop(self._heap)[2] for _ in range(min(self.max_batch, len(self._heap)))]
                 self._running = batch
-            self._search_batch(batch)
+                self._slice_start = time.monotonic()
+            paused = self._search_batch(batch)
             with self._cond:
                 self._running = []
+                if not self.gone:
+                    self._push(paused)  # a task terminated meanwhile answers when it is next taken
 
-    def _search_batch(self, batch: list[Task]) -> None:
-        """Search one batch; if it fails, every turn without a final answer gets an error answer."""
+    def _should_yield(self) -> bool:
+        """Whether the running slice should end for a waiting task (the rule in the class docstring)."""
+        with self._cond:
+            if not self._heap or not self._running:
+                return False
+            waiting = -self._heap[0][0]
+            lowest = min(task.priority for task in self._running)
+            if waiting != lowest:
+                return waiting > lowest
+            return len(self._running) < self.max_batch or time.monotonic() - self._slice_start >= self.SLICE_S
+
+    def _search_batch(self, batch: list[Task]) -> list[Task]:
+        """Search one slice of a batch; the tasks it left unfinished. If the search fails, every turn
+        without a final answer gets an error answer."""
         answered: set[int] = set()
 
         def emit(result: TurnResult) -> None:
@@ -510,19 +608,26 @@ class AnalysisServer:
             self.emit(result.to_answer())
 
         try:
-            self.engine.search(batch, emit)
+            return self.engine.search(batch, emit, self._should_yield)
         except Exception as exc:  # one failed batch (a broken model file, a device error) must not end the others
             log.exception("analysis batch failed")
             for task in batch:
                 if id(task) not in answered:
                     self.emit({"id": task.id, "turnNumber": task.turn, "isDuringSearch": False,
                                "error": f"search failed: {type(exc).__name__}: {exc}"})
+            return []
 
 
 def serve(engine: AnalysisEngine, stream: IO, out: TextIO, max_batch: int = 64,
           max_line_bytes: int = AnalysisConfig.max_line_bytes) -> None:
     """Answer queries from `stream` (bytes, read as UTF-8, or text) until it ends and every queued
-    turn is answered; an error reading `stream` itself is raised once the queue is drained."""
+    turn is answered; an error reading `stream` itself is raised once the queue is drained.
+
+    When the reader of `out` goes (a broken pipe: `dlzero analyze | head`), the search stops at its
+    next step and BrokenPipeError is raised at once, without waiting for `stream` to end: the
+    reading thread may still be blocked on it, so the caller should end the process without
+    the interpreter's teardown (`dlzero.commands.analyze` does).
+    """
     server = AnalysisServer(engine, out, max_batch)
     failed: list[BaseException] = []
 
@@ -541,6 +646,8 @@ def serve(engine: AnalysisEngine, stream: IO, out: TextIO, max_batch: int = 64,
     thread = threading.Thread(target=reader, name="analysis-reader", daemon=True)
     thread.start()
     server.run()
+    if server.gone:
+        raise BrokenPipeError(errno.EPIPE, "the reader of the answers has gone")
     thread.join()
     if failed:
         raise failed[0]

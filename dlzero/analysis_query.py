@@ -10,7 +10,7 @@ shogi's own where Go's do not fit; today's dlzero names stay valid as aliases:
 | `position` | `startpos [moves ...]`, `sfen S [moves ...]` or a bare SFEN (required) |
 | `moves` | USI moves played after `position` (or KataGo-style `["b", "7g7f"]` pairs) |
 | `analyzeTurns` | turns to analyse: 0 is `position`, k the position after `moves[k-1]`; default: the last |
-| `maxVisits` / `playouts` | playouts per turn (aliases; give one) |
+| `maxVisits` / `playouts` | playouts per turn (aliases; give one); over 10^9 is cut to 10^9, with a warning |
 | `multipv` | root moves listed in today's `moves` answer field (default 5) |
 | `includePolicy` | add `policy`: the raw network policy (temperature 1) over the legal moves |
 | `includePVVisits` | add `pvVisits` (visits of each PV move) to every move info |
@@ -39,8 +39,10 @@ from typing import Any
 import cshogi
 
 from dlzero.config import Config, SearchConfig, config_from_dict, config_to_dict
+from dlzero.engine.player import MAX_PLAYOUTS
 from dlzero.errors import DlzeroError
 from dlzero.position import parse_position, push_usi_move
+from dlzero.search import Tree
 
 DEFAULT_MULTIPV = 5
 ACTIONS = ("query_version", "clear_cache", "terminate", "terminate_all")
@@ -103,6 +105,14 @@ class Task:
     rules: tuple[MoveRule, ...] = ()
     seq: int = 0                 # arrival order, breaks priority ties
     terminated: bool = False
+    # What a search cut into slices keeps between them (`dlzero.analysis.AnalysisServer`): the tree,
+    # the playouts and seconds of the slices before, whether the root checks (mate, declaration) are
+    # done, and the raw policy once computed.
+    tree: Tree | None = None
+    searched: int = 0
+    seconds: float = 0.0
+    checked: bool = False
+    policy: dict[str, float] | None = None
 
     def allowed(self, board: cshogi.Board, depth: int, moves: list[str]) -> list[bool] | None:
         """Which of `moves` the search may try at `depth` plies below the root (None: all)."""
@@ -157,6 +167,10 @@ class QueryReader:
             why = "is a Go field, not used in shogi" if name in GO_ONLY_FIELDS else "is not a query field"
             parsed.warnings.append({"id": qid, "warning": f"'{name}' {why}; ignored", "field": name})
         parsed.tasks = self._tasks(data, qid)
+        name = "maxVisits" if "maxVisits" in data else "playouts"
+        if _is_int(data.get(name)) and data[name] > MAX_PLAYOUTS:
+            parsed.warnings.append({"id": qid, "warning": f"'{name}' is more than a search takes; searching "
+                                    f"{MAX_PLAYOUTS} playouts", "field": name})
         return parsed
 
     # -- actions --------------------------------------------------------------------------------
@@ -262,7 +276,7 @@ class QueryReader:
         if "maxVisits" in data and "playouts" in data:
             raise QueryError("give 'maxVisits' or its alias 'playouts', not both", "maxVisits", qid)
         name = "maxVisits" if "maxVisits" in data else "playouts"
-        return _positive_int(data, name, self.playouts, qid)
+        return min(_positive_int(data, name, self.playouts, qid), MAX_PLAYOUTS)
 
     def _search_config(self, data: dict, qid: Any) -> SearchConfig:
         if "overrideSettings" in data and "overrides" in data:

@@ -1,7 +1,8 @@
 """`dlzero <command>`: the one entry point that wires the layers together.
 
 Commands live in `dlzero.commands.<name>`; they keep heavy imports (torch, onnxruntime) inside
-`run`, so `dlzero --help` starts quickly. Errors caused by input (`DlzeroError`) print as one line, exit code 2.
+`run`, so `dlzero --help` starts quickly. Errors caused by input (`DlzeroError`) print as one line, exit code 2,
+and so does a disk that refuses a write (full, over quota, read-only: ENOSPC, EDQUOT, EROFS), naming the file.
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except DlzeroError as exc:
         print(f"dlzero {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full, over-quota or read-only disk under any write: one line, not a traceback
+        from dlzero.data.hcpe3 import storage_error
+
+        error = storage_error(exc)
+        if error is None:
+            raise
+        print(f"dlzero {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"dlzero {args.command}: interrupted", file=sys.stderr)

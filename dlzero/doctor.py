@@ -11,23 +11,23 @@ Checked: run.json and config.yaml; every shard against its sidecar (presence bot
 game and move counts) and replayed for legality; leftover temp files of interrupted writes; every
 model file loads (`.pt` checkpoints, `.onnx` exports and int8 files); best.json names an existing,
 loadable model of its generation; the trainer's resume checkpoint loads; every CSV under metrics/
-parses (a header, rows of its width, no repeated rows, metrics.csv's steps increasing); loop.json
-and selfplay_state.json are sound.
+parses (a header, rows of its width, no repeated rows, no infinite number, metrics.csv's steps
+increasing); loop.json and selfplay_state.json are sound (bounded JSON of the right shape).
 """
 
 from __future__ import annotations
 
 import csv
-import json
+import math
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlzero.config import Config
 from dlzero.data.atomic import TEMP_SUFFIX
 from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3, read_sidecar, sidecar_path
+from dlzero.data.jsonfile import read_json
 from dlzero.errors import DataError, DlzeroError
 from dlzero.rundir import GENERATION_GLOB, RunDir, generation_name
 from dlzero.runfiles import CHECKPOINT_NAME, TRAIN_CSV
@@ -310,6 +310,9 @@ def _csv_problem(path: Path) -> str:
             return f"line {line} has {len(row)} fields, the header {len(header)}"
         if tuple(row) in seen:
             return f"line {line} repeats line {seen[tuple(row)]} (two writers on one run?)"
+        infinite = next((i for i, cell in enumerate(row) if _infinite(cell)), None)
+        if infinite is not None:  # the dashboard and the plots leave out what such a row is in
+            return f"line {line}: column {header[infinite]} is {row[infinite]!r}, not a finite number"
         seen[tuple(row)] = line
         if path.name == TRAIN_CSV and "step" in header:
             step = _int(row[header.index("step")])
@@ -317,6 +320,14 @@ def _csv_problem(path: Path) -> str:
                 return f"line {line}: step {row[header.index('step')]!r} does not follow step {last_step}"
             last_step = step
     return ""
+
+
+def _infinite(cell: str) -> bool:
+    """A cell that reads as a number but not a finite one (inf, -inf, 1e400); `nan` is how writers say "none"."""
+    try:
+        return math.isinf(float(cell))
+    except ValueError:
+        return False
 
 
 def _int(text: str) -> int | None:
@@ -327,16 +338,21 @@ def _int(text: str) -> int | None:
 
 
 def _check_state_files(rd: RunDir, report: Report) -> None:
-    from dlzero.loop import PHASES
-
     loop = _json_object(report, rd.loop_state_path)
     if loop is not None:
-        problem = _loop_problem(rd, loop, PHASES)
+        problem = _loop_problem(rd, loop)
         if problem:
             report.add(rd.loop_state_path, problem,
                        f"fix the field it names, or delete the file: the loop then begins its next iteration "
                        f"with self-play, keeping every file already written: rm {_q(rd.loop_state_path)}")
-    _json_object(report, rd.selfplay_state_path)
+    resign = _json_object(report, rd.selfplay_state_path)
+    if resign is not None:
+        from dlzero.selfplay.worker import resign_state_problem
+
+        problem = resign_state_problem(resign)
+        if problem:
+            report.add(rd.selfplay_state_path, problem, f"rm {_q(rd.selfplay_state_path)} (self-play starts again "
+                       "from selfplay.resign_threshold)")
 
 
 def _json_object(report: Report, path: Path) -> dict | None:
@@ -344,9 +360,12 @@ def _json_object(report: Report, path: Path) -> dict | None:
         return None
     report.count(path.name)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        report.add(path, f"not valid JSON: {exc}", f"rm {_q(path)} (it is made again from the defaults)")
+        data = read_json(path)
+    except DataError as exc:
+        report.add(path, exc.reason, f"rm {_q(path)} (it is made again from the defaults)")
+        return None
+    except OSError as exc:
+        report.add(path, f"cannot be read: {exc.strerror}", f"rm {_q(path)} (it is made again from the defaults)")
         return None
     if not isinstance(data, dict):
         report.add(path, "not a JSON object", f"rm {_q(path)} (it is made again from the defaults)")
@@ -354,20 +373,12 @@ def _json_object(report: Report, path: Path) -> dict | None:
     return data
 
 
-def _loop_problem(rd: RunDir, loop: dict, phases: tuple[str, ...]) -> str:
-    checks: list[tuple[Callable[[], bool], str]] = [
-        (lambda: isinstance(loop.get("iteration", 0), int) and loop.get("iteration", 0) >= 0,
-         f"iteration {loop.get('iteration')!r} is not a count"),
-        (lambda: loop.get("phase", "selfplay") in phases,
-         f"phase {loop.get('phase')!r} is not one of {', '.join(phases)}"),
-        (lambda: isinstance(loop.get("games_done", 0), int) and loop.get("games_done", 0) >= 0,
-         f"games_done {loop.get('games_done')!r} is not a count"),
-        (lambda: loop.get("candidate") is None or isinstance(loop.get("candidate"), int),
-         f"candidate {loop.get('candidate')!r} is not a generation"),
-    ]
-    for ok, problem in checks:
-        if not ok():
-            return problem
+def _loop_problem(rd: RunDir, loop: dict) -> str:
+    from dlzero.loop import state_problem
+
+    problem = state_problem(loop)
+    if problem:
+        return problem
     candidate = loop.get("candidate")
     if loop.get("phase") in ("gate", "rate"):
         if candidate is None:

@@ -34,7 +34,8 @@ from typing import Any
 from dlzero.config import Config, config_from_dict, dump_config, read_yaml
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe3 import is_committed, shard_glob
-from dlzero.errors import RunDirError
+from dlzero.data.jsonfile import read_json
+from dlzero.errors import DataError, RunDirError
 from dlzero.runfiles import (
     BEST_JSON,
     CONFIG_YAML,
@@ -124,10 +125,9 @@ class RunDir:
         if not rd.info_path.is_file():
             raise RunDirError(f"'{rd.root}' is not a dlzero run directory (no run.json); "
                               "start one with `dlzero selfplay --run` or `dlzero loop --run`")
-        try:
-            info = json.loads(rd.info_path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunDirError(f"{rd.info_path}: unreadable ({exc})") from None
+        info = _read_json(rd.info_path)
+        if not isinstance(info, dict):
+            raise RunDirError(f"{rd.info_path}: not what run.json holds (an object with format_version)")
         version = info.get("format_version")
         if not isinstance(version, int) or version > RUN_FORMAT_VERSION:
             raise RunDirError(
@@ -162,11 +162,16 @@ class RunDir:
         """The current best model per best.json, or None when no model was promoted yet."""
         if not self.best_path.is_file():
             return None
-        try:
-            data = json.loads(self.best_path.read_text())
-            return BestInfo(**data)
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            raise RunDirError(f"{self.best_path}: unreadable ({exc})") from None
+        data = _read_json(self.best_path)
+        sound = (isinstance(data, dict) and set(data) <= set(BestInfo.__dataclass_fields__)
+                 and type(data.get("generation")) is int and data["generation"] >= 0
+                 and isinstance(data.get("model"), str) and data["model"]
+                 and all(isinstance(data.get(k, ""), str) for k in ("promoted_at", "reason")))
+        if not sound:
+            raise RunDirError(f"{self.best_path}: not what best.json holds "
+                              '({"generation": N >= 0, "model": "models/gen-NNNN.pt", "promoted_at": "...", '
+                              '"reason": "..."})')
+        return BestInfo(**{"promoted_at": "", **data})
 
     def best_model_path(self) -> Path:
         best = self.best()
@@ -202,13 +207,25 @@ class RunDir:
         return self.relabelled_dir / shard.relative_to(self.data_dir)
 
     def read_json(self, name: str, default: Any = None) -> Any:
+        """The JSON value of the run's file `name` (bounded and finite: `dlzero.data.jsonfile`), `default`
+        when there is none; a damaged file is a RunDirError naming it (the caller checks the schema)."""
         path = self.root / name
         if not path.is_file():
             return default
-        return json.loads(path.read_text())
+        return _read_json(path)
 
     def write_json(self, name: str, data: Any) -> None:
         atomic_write_text(self.root / name, json.dumps(data, indent=2) + "\n")
+
+
+def _read_json(path: Path) -> Any:
+    """`dlzero.data.jsonfile.read_json` with every failure one RunDirError that names the file."""
+    try:
+        return read_json(path)
+    except DataError as exc:
+        raise RunDirError(str(exc)) from None
+    except OSError as exc:
+        raise RunDirError(f"{path}: unreadable ({exc.strerror})") from None
 
 
 def _now() -> str:

@@ -35,6 +35,7 @@ import numpy as np
 
 from dlzero.config import Config, config_from_dict, dump_config
 from dlzero.data.hcpe3 import ShardWriter, StorageError, storage_error
+from dlzero.errors import RunDirError
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.inference.remote import RemoteEvaluator
@@ -57,8 +58,32 @@ def shard_prefix(worker_id: int) -> str:
 
 
 def load_resign(rd: RunDir, cfg: Config) -> ResignController:
+    """The resign threshold where the run's self-play left it; a damaged selfplay_state.json is a RunDirError."""
     sp = cfg.selfplay
-    return ResignController.from_dict(rd.read_json(SELFPLAY_STATE), sp.resign_threshold, sp.resign_fp_target)
+    data = rd.read_json(SELFPLAY_STATE)
+    problem = resign_state_problem(data)
+    if problem:
+        raise RunDirError(f"{rd.selfplay_state_path}: {problem}; delete it (self-play starts again from "
+                          "selfplay.resign_threshold) or restore it from a backup")
+    return ResignController.from_dict(data, sp.resign_threshold, sp.resign_fp_target)
+
+
+def resign_state_problem(data: Any) -> str:
+    """What is wrong with the content of a selfplay_state.json (None: no file), or "" (doctor says the same)."""
+    if data is None:
+        return ""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    threshold = data.get("resign_threshold", 0.0)
+    if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0.0 <= threshold <= 1.0:
+        return f"resign_threshold {threshold!r} is not a win rate in [0, 1]"
+    for key in ("checked", "false_positives"):
+        if type(data.get(key, 0)) is not int or data.get(key, 0) < 0:
+            return f"{key} {data.get(key)!r} is not a count"
+    recent = data.get("recent", [])
+    if not isinstance(recent, list) or any(x not in (0, 1) or isinstance(x, float) for x in recent):
+        return "recent is not a list of 0s and 1s"
+    return ""
 
 
 class Worker:

@@ -280,7 +280,8 @@ def test_subprocess_priority_and_terminate(model):
     stopped = eng.wait_for(lambda a: a.get("id") == "block" and not a["isDuringSearch"])
     assert 0 < stopped["rootInfo"]["visits"] < 10_000_000
     eng.wait_for(lambda a: a.get("id") == "rest" and a.get("turnNumber") == 0)
-    eng.send({"id": "block2", **huge}, {"id": "queued", "position": "startpos", "maxVisits": 8})
+    # `queued` ranks below `block2`, so it waits in the queue (a task of the same priority would get a slice)
+    eng.send({"id": "block2", **huge}, {"id": "queued", "position": "startpos", "maxVisits": 8, "priority": -1})
     eng.wait_for(lambda a: a.get("id") == "block2" and a["isDuringSearch"])
     eng.send({"id": "all", "action": "terminate_all"})
     answers = eng.close()

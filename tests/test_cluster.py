@@ -3,6 +3,7 @@ cluster of several raylets, a node lost in the middle of self-play."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -36,6 +37,25 @@ def test_cli_ray_local_two_workers_write_shards(tmp_path):
     assert {p.name.split("-")[1] for p in shards} == {"w0", "w1"}
     assert sum(len(read_hcpe3(p)) for p in shards) == 4
     assert rd.config().selfplay.ray == "local"  # the run remembers how it was played
+
+
+def test_local_ray_starts_its_workers_at_normal_priority():
+    """Ray's default worker niceness is 15: beside two busy processes on two cores its workers got ~3 % of
+    a core each, and the killed-worker test below took 190 s instead of 20 (its kill helper waits 180 s).
+    A local instance gives them the niceness local worker processes have (the caller's, 0 unless the tests
+    run under `nice`; play_worker adds selfplay.nice)."""
+    import ray
+
+    from dlzero.selfplay.cluster import connect
+
+    def niceness() -> int:  # nested: Ray ships it by value (the tests folder is not on the workers' path)
+        return os.nice(0)
+
+    assert connect("local", num_cpus=1)
+    try:
+        assert ray.get(ray.remote(niceness).remote()) == os.nice(0)  # this process's, as a local worker's (not +15)
+    finally:
+        ray.shutdown()
 
 
 def test_killed_ray_worker_is_restarted_for_its_unsaved_games(tmp_path, capfd):
@@ -90,7 +110,8 @@ def test_lost_nodes_have_their_games_replayed_on_another(tmp_path, capfd):
     games, workers = 10, 2
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "object_store_memory": SMALL_STORE,
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4}})
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4,
+                           "worker_niceness": 0}})  # as a local instance: a busy machine starves Ray's 15
     try:
         nodes = [cluster.add_node(num_cpus=1, object_store_memory=SMALL_STORE) for _ in range(workers)]
         ray.init(address=cluster.address, log_to_driver=False)

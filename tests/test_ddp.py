@@ -42,7 +42,7 @@ def test_ranks_take_disjoint_slices_of_each_global_batch():
 
 def _replica(rank: int, world: int, port: int, run_root: str, out_dir: str) -> None:
     from dlzero.train.dataset import build_window
-    from dlzero.train.distributed import current
+    from dlzero.train.distributed import current, exit_rank
     from dlzero.train.trainer import Segment, Trainer
 
     torch.set_num_threads(1)
@@ -59,6 +59,7 @@ def _replica(rank: int, world: int, port: int, run_root: str, out_dir: str) -> N
         torch.save({"start": start, "end": end}, Path(out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
+    exit_rank(0)  # as `dlzero train` ranks do: a spawned child's teardown can abort on gloo's threads
 
 
 def test_two_gloo_replicas_stay_identical(tmp_path):
@@ -68,6 +69,28 @@ def test_two_gloo_replicas_stay_identical(tmp_path):
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2))
     assert all(torch.equal(r0["end"][k], r1["end"][k]) for k in r0["end"])
     assert not all(torch.equal(r0["start"][k], r0["end"][k]) for k in r0["end"])  # it trained
+
+
+def test_a_finished_rank_exits_with_its_code_after_what_a_normal_exit_does(tmp_path):
+    """`exit_rank` skips only the interpreter's teardown: threads joined, exit handlers run, output
+    flushed (a pipe's stdout is block-buffered), and the process ends with the code it was given."""
+    script = f"""
+import atexit, sys, threading, time
+from pathlib import Path
+from dlzero.train.distributed import exit_rank
+out = Path({str(tmp_path)!r})
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+def late():
+    time.sleep(0.3)
+    (out / "thread").write_text("joined")
+threading.Thread(target=late).start()
+print("unflushed", end="")
+sys.stderr.write("err")
+exit_rank(3)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "unflushed", "err")
+    assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "thread").read_text() == "joined"
 
 
 def _torchrun_train(rd: RunDir, steps: int, *extra: str, timeout: int) -> subprocess.CompletedProcess:

@@ -129,9 +129,11 @@ def test_parts_are_separate_and_a_missing_run_gets_no_lock_folder(tmp_path):
         assert lock_path(run, "train").read_text() == ""  # a refusal keeps no part it got before
         with hold(run, ("train",)):  # the trainer's part is free while a gate runs
             pass
-        # self-play needs no lock to play, but generation 0 of a new run is the gate's best.json
-        done = dlzero("selfplay", "--run", str(run), "--games", "1", "--quiet")
-        assert done.returncode == 2 and f"PID {proc.pid} on host" in done.stderr
+        # self-play needs no lock to play, but generation 0 of a new run is the gate's best.json: it waits for
+        # it (selfplay.first_model_wait_s), then stops naming the holder
+        done = dlzero("selfplay", "--run", str(run), "--games", "1", "--quiet",
+                      "--set", "selfplay.first_model_wait_s=1")
+        assert done.returncode == 2 and f"PID {proc.pid} on host" in done.stderr and "waiting 1 s" in done.stderr
         assert not (run / "models" / "best.json").exists()
     finally:
         kill_group(proc)

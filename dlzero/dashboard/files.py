@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from dlzero.data.jsonfile import read_json
+from dlzero.runfiles import csv_number
 
 T = TypeVar("T")
 
@@ -82,17 +83,30 @@ def parse_csv(path: Path, required: Iterable[str]) -> list[dict[str, str]]:
 
 
 def parse_json(path: Path) -> Any:
-    return json.loads(read_text(path))
+    """A run's JSON file through the one bounded reader (size, depth, finite numbers): DataError if damaged."""
+    return read_json(path)
 
 
 def number(value: str | None, *, line: int, column: str, allow_empty: bool = False) -> float | None:
-    """A CSV cell as a float; '' is None when allowed, 'nan' is None; anything else bad is a ValueError."""
+    """A CSV cell as a finite float (`runfiles.csv_number`); '' and 'nan' are None when `allow_empty`; anything
+    else (text, inf, or where a number is due, nan) is a ValueError naming the line and column."""
     if value is None or value.strip() == "":
         if allow_empty:
             return None
         raise ValueError(f"line {line}: column {column} is empty")
     try:
-        x = float(value)
+        x = csv_number(value)
     except ValueError:
-        raise ValueError(f"line {line}: column {column} is not a number ({value[:20]!r})") from None
-    return None if math.isnan(x) else x
+        x = None
+    if x is None and not (allow_empty and value.strip().lower() == "nan"):
+        what = "a finite number" if _is_float(value) else "a number"
+        raise ValueError(f"line {line}: column {column} is not {what} ({value[:20]!r})")
+    return x
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -13,6 +13,7 @@ never picks one up; a crash leaves at most such a hidden file behind, never a to
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 TEMP_SUFFIX = ".tmp"
+# A disk that is full, over quota or read-only refuses every later write too: retrying cannot help.
+STORAGE_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS) if e is not None)
 _MODES = {"wb": "wb", "w": "w", "wt": "w"}
 
 
@@ -56,12 +59,19 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", encoding: str = 
     """Open a temporary file for writing; on a clean exit it replaces `path` in one step.
 
     If the block raises, the temporary file is removed and `path` is left as it was. `mode` is
-    "wb" (default) or "w"/"wt" (text, `encoding`, UTF-8 by default).
+    "wb" (default) or "w"/"wt" (text, `encoding`, UTF-8 by default). A disk that refuses the write
+    (STORAGE_ERRNOS: a failed write names no file, a failed create the temporary one) raises its
+    OSError naming `path`, so the one line the CLI prints for it says which file could not be written.
     """
     if mode not in _MODES:
         raise ValueError(f"atomic_open: mode must be one of {sorted(_MODES)}, not {mode!r}")
     target = Path(path)
-    fd, tmp = _create_exclusive(target)
+    try:
+        fd, tmp = _create_exclusive(target)
+    except OSError as exc:
+        if exc.errno in STORAGE_ERRNOS:
+            exc.filename = str(target)
+        raise
     try:
         text_kwargs = {} if mode == "wb" else {"encoding": encoding}
         with os.fdopen(fd, _MODES[mode], **text_kwargs) as f:
@@ -69,9 +79,11 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", encoding: str = 
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS and exc.filename in (None, str(tmp)):
+            exc.filename = str(target)
         raise
     _fsync_directory(target.parent)
 

@@ -45,7 +45,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 
-from dlzero.data.atomic import TEMP_SUFFIX, atomic_write_bytes, atomic_write_text
+from dlzero.data.atomic import STORAGE_ERRNOS, TEMP_SUFFIX, atomic_write_bytes, atomic_write_text
 from dlzero.data.hcpe import (
     HCP_SIZE,
     RESULT_MASK,
@@ -75,10 +75,6 @@ _HEADER = struct.Struct("<32sHBB")
 _MOVE_INFO = struct.Struct("<HhH")
 _CANDIDATE_SIZE = 4
 SHARD_SUFFIX = ".hcpe3"
-
-
-# A disk that is full, over quota or read-only refuses every later write too: retrying cannot help.
-STORAGE_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS) if e is not None)
 
 
 class StorageError(DlzeroError):

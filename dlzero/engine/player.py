@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import cshogi
 import numpy as np
 
-from dlzero.config import Config
+from dlzero.config import MATE_MOVE_MAX_PLIES, Config
 from dlzero.engine.layout import engine_config
 from dlzero.engine.timeman import Limits, allocate, can_stop_early, is_critical
 from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, game_end
@@ -32,6 +32,7 @@ from dlzero.search import (
     root_winrate,
     winrate_to_cp,
 )
+from dlzero.search.mate import MateSolver
 
 # The search asks whether to stop once a step (collect leaves, take the oldest batch back, back up);
 # after it says yes, the batches in flight are still drained. Both take about a step, so the hard
@@ -40,6 +41,16 @@ from dlzero.search import (
 # about one longest step each; over a 20-game shogiarena match against Fairy-Stockfish on the same
 # cores two moves took 1.6 s and lost on time.
 HARD_STOP_STEPS = 2
+# A root mate search deeper than MATE_MOVE_MAX_PLIES goes on with df-pn in a helper process
+# (dlzero.search.mate) for at most ROOT_MATE_SHARE of the move's target time, or ROOT_MATE_SECONDS
+# without a clock (`go nodes`, `go infinite`, analysis), and ROOT_MATE_NODES df-pn nodes (a node
+# costs cshogi about 0.4 KB of memory); `stop` ends it at once.
+ROOT_MATE_SHARE = 0.3
+ROOT_MATE_SECONDS = 1.0
+ROOT_MATE_NODES = 1_000_000
+# The most playouts a search is asked for (USI's `Playouts` and `go nodes`, analysis' `maxVisits`): larger
+# requests are cut to it. A tree stops growing at `search.node_limit` long before.
+MAX_PLAYOUTS = 1_000_000_000
 
 
 @dataclass
@@ -73,9 +84,10 @@ class Analysis:
 class Player:
     """Search-backed move choice for one game at a time (USI, CLI, Python API)."""
 
-    def __init__(self, evaluator: Evaluator, cfg: Config) -> None:
+    def __init__(self, evaluator: Evaluator, cfg: Config, mate: MateSolver | None = None) -> None:
         self.evaluator = evaluator
         self.cfg = cfg
+        self.mate = mate or MateSolver()  # deep root mate searches (its helper process starts on first use)
         self.search = Search(evaluator, engine_config(cfg, evaluator).search)  # `cfg` as given stays `self.cfg`
         self.tree: Tree | None = None
         self._start_sfen: str | None = None
@@ -121,16 +133,18 @@ class Player:
         tree = self.tree
         board = tree.board
         start = time.perf_counter()
-        settled = root_checks(board, self.cfg.search.root_mate_depth, self.cfg.search.entering_king_rule,
-                              allowed=limits.searchmoves)
-        if settled is not None:
-            return settled
         clock = Limits(**{**vars(limits), "ponder": False})
         budget = allocate(clock, board.turn, board.move_number, self.cfg.usi.byoyomi_margin_ms,
                           self.cfg.usi.time_margin_ms)
-        playouts = limits.playouts or self.cfg.usi.playouts
+        mate_seconds = ROOT_MATE_SHARE * budget.target_ms / 1000.0 if budget.target_ms else ROOT_MATE_SECONDS
+        settled = root_checks(board, self.cfg.search.root_mate_depth, self.cfg.search.entering_king_rule,
+                              allowed=limits.searchmoves, solver=self.mate, seconds=mate_seconds,
+                              stop=stop.is_set if stop is not None else None)
+        if settled is not None:
+            return settled
+        playouts = min(limits.playouts or self.cfg.usi.playouts, MAX_PLAYOUTS)
         if not playouts:
-            playouts = 1 << 30 if (budget.hard_ms or limits.open_ended or limits.ponder) else 800
+            playouts = MAX_PLAYOUTS if (budget.hard_ms or limits.open_ended or limits.ponder) else 800
             if self.cfg.search.algorithm == "gumbel" and budget.target_ms and not (limits.open_ended or limits.ponder):
                 playouts = self._gumbel_budget(budget.target_ms)
         state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False,
@@ -253,13 +267,18 @@ def engine_rules(declaration: str = "27") -> GameRules:
     return GameRules(repetitions=0, max_moves=0, declaration=declaration)
 
 
-def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27",
-                allowed: tuple[int, ...] = ()) -> Analysis | None:
-    """The answer when the rules settle the root: no legal move, a declaration win, a short mate.
+def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27", allowed: tuple[int, ...] = (),
+                solver: MateSolver | None = None, seconds: float = ROOT_MATE_SECONDS,
+                stop: Callable[[], bool] | None = None) -> Analysis | None:
+    """The answer when the rules settle the root: no legal move, a declaration win, a mate.
 
     Shared by the Player and the analysis engine, so both answer these positions the same way.
-    With `allowed` (a `go searchmoves` list) a mate counts only when its first move is listed;
-    a declaration is not a move, so it stands.
+    Mates of up to MATE_MOVE_MAX_PLIES plies are searched here, shortest first; a deeper
+    `mate_depth` goes on with df-pn in `solver`'s helper process for at most `seconds` and
+    ROOT_MATE_NODES nodes, ended early when `stop()` turns true (without a solver the search ends
+    at MATE_MOVE_MAX_PLIES). A df-pn mate is reported with the length of the line it proved, which
+    is not always the shortest. With `allowed` (a `go searchmoves` list) a mate counts only when
+    its first move is listed; a declaration is not a move, so it stands.
     """
     verdict = game_end(board, engine_rules(declaration))
     if verdict is not None and verdict.reason == END_MATE:
@@ -267,11 +286,16 @@ def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27",
     if verdict is not None and verdict.reason == END_DECLARATION:
         return Analysis(bestmove="win", winrate=1.0, score_cp=30000)
     listed = {cshogi.move16(m) for m in allowed}  # mate finders may return the 16-bit form of a move
-    for d in range(1, mate_depth + 1, 2):
+    for d in range(1, min(mate_depth, MATE_MOVE_MAX_PLIES) + 1, 2):
         move = find_mate(board, d)
         if move and (not listed or cshogi.move16(move) in listed):
             usi = cshogi.move_to_usi(move)
             return Analysis(bestmove=usi, pv=[usi], winrate=1.0, score_cp=30000, mate=d)
+    if solver is None or mate_depth <= MATE_MOVE_MAX_PLIES:
+        return None
+    pv = solver.search(board, mate_depth, ROOT_MATE_NODES, seconds, stop)
+    if pv and (not listed or cshogi.move16(board.move_from_usi(pv[0])) in listed):
+        return Analysis(bestmove=pv[0], pv=pv, winrate=1.0, score_cp=30000, mate=len(pv))
     return None
 
 

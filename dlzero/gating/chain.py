@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlzero.runfiles import csv_number
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -47,9 +49,10 @@ def is_promoted(row: Mapping[str, str | None]) -> bool:
 
 
 def optional_number(text: str | None) -> float | None:
-    """A CSV cell as a number; None when it is empty or not a number (files written by hand or by older code)."""
+    """A CSV cell as a finite number (`runfiles.csv_number`); None when it is empty, nan or not a finite number
+    (files written by hand or by older code)."""
     try:
-        return float(text) if text not in (None, "") else None
+        return csv_number(text)
     except ValueError:
         return None
 

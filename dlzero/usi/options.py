@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dlzero.config import Config, config_from_dict, config_to_dict
+from dlzero.config import MATE_MOVE_MAX_PLIES, ROOT_MATE_MAX_PLIES, Config, config_from_dict, config_to_dict
+from dlzero.engine.player import MAX_PLAYOUTS
 from dlzero.errors import ConfigError
 
 NO_DRAW_PLY = 1_000_000
@@ -72,7 +73,7 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("Threads", "spin", "inference.threads", 0, 256),
     UsiOption("EvalStreams", "spin", "search.eval_streams", 0, 64),
     UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
-    UsiOption("Playouts", "spin", "usi.playouts", 0, 1_000_000_000),
+    UsiOption("Playouts", "spin", "usi.playouts", 0, MAX_PLAYOUTS),
     UsiOption("SearchAlgorithm", "combo", "search.algorithm", choices=("puct", "gumbel")),
     UsiOption("ByoyomiMargin", "spin", "usi.byoyomi_margin_ms", 0, 60_000),
     UsiOption("TimeMargin", "spin", "usi.time_margin_ms", 0, 60_000),
@@ -90,8 +91,9 @@ OPTIONS: tuple[UsiOption, ...] = (
               from_config=_to_permille),
     UsiOption("PVInterval", "spin", "usi.pv_interval_ms", 0, 60_000),
     UsiOption("ReuseTree", "check", "search.reuse_tree"),
-    UsiOption("RootMateDepth", "spin", "search.root_mate_depth", 0, 31),
-    UsiOption("LeafMateDepth", "spin", "search.leaf_mate_depth", 0, 15),
+    # the deepest mate searches the engine can run and still answer within a second (dlzero.config)
+    UsiOption("RootMateDepth", "spin", "search.root_mate_depth", 0, ROOT_MATE_MAX_PLIES),
+    UsiOption("LeafMateDepth", "spin", "search.leaf_mate_depth", 0, MATE_MOVE_MAX_PLIES),
     UsiOption("MateGuardNodes", "spin", "search.mate_guard_nodes", 0, 10_000_000),
     UsiOption("USI_Ponder", "check", None),
     UsiOption("USI_Hash", "spin", "search.hash_mb", 0, 1 << 20),
