@@ -39,6 +39,7 @@ from typing import Any
 import cshogi
 
 from dlzero.config import Config, SearchConfig, config_from_dict, config_to_dict
+from dlzero.data.jsonfile import json_depth
 from dlzero.engine.player import MAX_PLAYOUTS
 from dlzero.errors import DlzeroError
 from dlzero.position import parse_position, push_usi_move
@@ -157,9 +158,9 @@ class QueryReader:
         if not isinstance(data, dict):
             raise QueryError("a query must be a JSON object")
         qid = data.get("id")
-        if depth(data) > MAX_DEPTH:
+        if json_depth(data) > MAX_DEPTH:
             raise QueryError(f"JSON nested too deeply (a query has at most {MAX_DEPTH} levels)",
-                             query_id=qid if depth(qid) <= MAX_DEPTH else None)
+                             query_id=qid if json_depth(qid) <= MAX_DEPTH else None)
         if "action" in data:
             return self._action(data, qid)
         parsed = Parsed()
@@ -366,19 +367,6 @@ def _bool(data: dict, key: str, qid: Any) -> bool:
 def _no_constant(name: str) -> Any:
     """json's hook for NaN, Infinity and -Infinity, which JSON does not have: they are refused."""
     raise ValueError(f"{name} is not a JSON value")
-
-
-def depth(value: Any) -> int:
-    """Nesting depth of parsed JSON (a scalar is 0), counted without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, level + 1)
-            stack.extend((child, level + 1) for child in item)
-    return deepest
 
 
 def leading_id(line: str) -> Any:

@@ -38,7 +38,7 @@ def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int 
         raise DataError(str(path), None, f"JSON nested too deeply (more than {max_depth} levels)") from None
     except ValueError as exc:  # bad JSON, NaN/Infinity, 1e400, an integer of more digits than Python converts
         raise DataError(str(path), None, f"not valid JSON: {exc}") from None
-    if _depth(data) > max_depth:
+    if json_depth(data) > max_depth:
         raise DataError(str(path), None, f"JSON nested too deeply (more than {max_depth} levels)")
     return data
 
@@ -54,7 +54,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """Nesting depth of parsed JSON (a scalar is 0), counted without recursion."""
     deepest, stack = 0, [(value, 0)]
     while stack:
