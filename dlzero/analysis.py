@@ -205,6 +205,10 @@ class AnalysisEngine:
             self._mate.start()
         self._encoder = Encoder()
 
+    def close(self) -> None:
+        """End the mate helper process (the evaluator belongs to the caller)."""
+        self._mate.close()
+
     # -- synchronous API ------------------------------------------------------------------------
     def answer(self, lines: Iterable[str]) -> list[dict]:
         """Every answer for `lines` (warnings, partial and final answers), grouped by line in input order.

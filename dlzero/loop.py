@@ -73,7 +73,7 @@ class LoopState:
     @classmethod
     def load(cls, rd: RunDir) -> LoopState:
         """The saved state (a fresh one without loop.json); a RunDirError that names a damaged file's field."""
-        data = rd.read_json(LOOP_STATE, {}) or {}
+        data = rd.read_json(LOOP_STATE, {})  # missing: {}; [] or 0 is damage that state_problem names
         problem = state_problem(data)
         if problem:
             raise RunDirError(f"{rd.loop_state_path}: {problem}; fix it, or delete the file (the loop then begins "

@@ -308,3 +308,23 @@ def test_analyze_into_a_reader_that_leaves_exits_quietly(model):
         if eng.poll() is None:
             eng.end(END)
             eng.wait()
+
+
+def test_an_analysis_engine_ends_its_mate_helper_when_closed(model):
+    """The dashboard builds an AnalysisEngine per request: with root_mate_depth over 7 (tiny's 9) each one starts
+    a mate helper process, which close() must end, or every request leaves a process behind."""
+    from dlzero.analysis import AnalysisEngine
+    from dlzero.config import load_config
+    from dlzero.inference import load_model
+
+    cfg = load_config(None, ["search.root_mate_depth=9"])
+    evaluator = load_model(model, cfg.inference)
+    try:
+        engine = AnalysisEngine(evaluator, cfg, 8)
+        helper = engine._mate._proc
+        assert helper is not None and helper.poll() is None
+        engine.close()
+        assert helper.poll() is not None and engine._mate._proc is None
+    finally:
+        evaluator.close()
+

@@ -200,6 +200,8 @@ def test_best_json_of_the_wrong_shape_is_a_run_error(run_with_model, tmp_path, c
     ({"iteration": "2"}, "iteration '2' is not a count"),
     ({"phase": "nap"}, "phase 'nap' is not one of"),
     ({"games_done": 1.5}, "games_done 1.5 is not a count"),
+    ([], "not a JSON object"),  # falsy content is damage too, not a fresh state
+    (0, "not a JSON object"),
 ])
 def test_loop_json_of_the_wrong_shape_is_a_run_error_naming_the_field(run_with_model, tmp_path, content, what):
     from dlzero.loop import LoopState

@@ -84,6 +84,8 @@ class BestModel:
                 answer = engine.analyse(tasks)[0].to_answer()
             except QueryError as exc:  # a bad position: answered as `dlzero analyze` answers it
                 answer = exc.to_answer()
+            finally:
+                engine.close()  # its mate helper process, if root_mate_depth started one
         answer["model"] = generation_name(gen)
         return answer
 

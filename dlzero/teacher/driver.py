@@ -193,7 +193,8 @@ def teach(settings: TeachSettings, progress: bool = True) -> TeachReport:
 
     def per_game() -> float:  # positions a teacher game gave so far
         games = sum(d.games for d in done.values())
-        return sum(d.positions for d in done.values()) / games if games else GUESS_PLIES
+        positions = sum(d.positions for d in done.values())
+        return positions / games if games and positions else GUESS_PLIES  # parts of no positions: the guess
 
     def expected(index: int) -> float:
         if plan is not None:

@@ -103,13 +103,16 @@ class UsiEngine:
 
     def run(self, stream: TextIO) -> None:
         """Read commands until `quit` or end of input."""
-        while True:
-            line = stream.readline()
-            if not line:
-                break
-            if not self.handle(line.strip()):
-                return
-        self._finish_search()
+        try:
+            while True:
+                line = stream.readline()
+                if not line:
+                    break
+                if not self.handle(line.strip()):
+                    return
+            self._finish_search()
+        finally:
+            self._mate.close()  # the mate helper process ends with the engine, not at interpreter teardown
 
     def handle(self, line: str) -> bool:
         """Dispatch one command line; False after `quit`."""
@@ -150,11 +153,15 @@ class UsiEngine:
         self.send("usi_tunablesok")
 
     def _isready(self, _: str) -> None:
-        if not self._thinking():
-            self._ensure_model()
-            if self.cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES:
-                self._mate.start()  # deep root mates need the helper process: started before a clock runs
-        self.send("readyok")
+        try:
+            if not self._thinking():
+                self._ensure_model()
+                if self.cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES:
+                    self._mate.start()  # deep root mates need the helper process: started before a clock runs
+        except OSError as exc:  # no process could be started: said, and the GUI still gets its readyok
+            self.send(f"info string error: {exc}")
+        finally:
+            self.send("readyok")
 
     def _setoption(self, rest: str) -> None:
         tokens = rest.split()
@@ -419,7 +426,7 @@ class UsiEngine:
         self._evaluator, self._loaded_as, self._player = None, None, None
         try:
             choice = resolve_model(self.model_path, self.cfg)
-        except DlzeroError as exc:
+        except Exception as exc:  # a bad manifest, an unreadable file: said in the GUI, and readyok still comes
             self.send(f"info string error: {exc}")
             return None
         if choice is None:
