@@ -5,6 +5,7 @@ from __future__ import annotations
 import cshogi
 import numpy as np
 
+from dlzero.data.hcpe import HCPE_DTYPE
 from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Game, MoveRecord
 
 
@@ -26,3 +27,17 @@ def selfplay_games(n: int, plies: int, seed: int) -> list[Hcpe3Game]:
         game.result = BLACK_WIN if g % 2 else WHITE_WIN
         games.append(game)
     return games
+
+
+def hcpe_records(games: list[Hcpe3Game]) -> np.ndarray:
+    """hcpe records of `games`, one per ply, a game's records one after another (as import-records writes)."""
+    rows = []
+    for game in games:
+        board = game.start_board()
+        for move in game.moves:
+            hcp = np.zeros(32, np.uint8)
+            board.to_hcp(hcp)
+            rows.append((hcp, move.eval, move.move16, game.result, 0))
+            board.push_move16(move.move16)
+    return np.array(rows, dtype=HCPE_DTYPE)
+

@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from shards import selfplay_games
+from shards import hcpe_records, selfplay_games
 
 from dlzero.cli import main
 from dlzero.config import config_from_dict
-from dlzero.data.hcpe import HCPE_DTYPE, write_hcpe
+from dlzero.data.hcpe import write_hcpe
 from dlzero.data.hcpe3 import FLAG_MAX_MOVES, RESULT_DRAW, Hcpe3Game, write_hcpe3
 from dlzero.errors import ConfigError
 from dlzero.model import PolicyValueNet
@@ -37,19 +37,6 @@ CPU = torch.device("cpu")
 def config(**train: object):
     return config_from_dict({"model": MODEL, "train": {"batch_size": 16, "device": "cpu", "validation_set": "",
                                                        **train}})
-
-
-def to_records(games: list[Hcpe3Game]) -> np.ndarray:
-    """hcpe records of `games`, one per ply, a game's records one after another (as import-records writes)."""
-    rows = []
-    for game in games:
-        board = game.start_board()
-        for move in game.moves:
-            hcp = np.zeros(32, np.uint8)
-            board.to_hcp(hcp)
-            rows.append((hcp, move.eval, move.move16, game.result, 0))
-            board.push_move16(move.move16)
-    return np.array(rows, dtype=HCPE_DTYPE)
 
 
 def own_keys(per_game: list[np.ndarray]) -> list[set[int]]:
@@ -96,11 +83,11 @@ def test_hcpe3_games_are_held_out_whole_and_by_the_game_alone(tmp_path):
 
 def test_hcpe_records_are_held_out_by_game_runs_or_by_a_separate_file(tmp_path, caplog):
     games = selfplay_games(40, 20, seed=12)
-    records = to_records(games)
+    records = hcpe_records(games)
     write_hcpe(tmp_path / "records.hcpe", records)
     cfg = config(holdout_fraction=0.25)
     train, held, report = split_supervised([tmp_path / "records.hcpe"], cfg.train)
-    per_game = [position_keys(buffer_from_hcpe(to_records([g]), 0.0)) for g in games]
+    per_game = [position_keys(buffer_from_hcpe(hcpe_records([g]), 0.0)) for g in games]
     side = sides(per_game, train, held)
     assert report.games == 40 and sum(side) == report.held_games >= 5 and not report.note
 
@@ -111,7 +98,7 @@ def test_hcpe_records_are_held_out_by_game_runs_or_by_a_separate_file(tmp_path, 
     assert "do not follow one another" in loose.note and "--val" in caplog.text
 
     # a separate held-out file: nothing is held out of the training file
-    write_hcpe(tmp_path / "val.hcpe", to_records(selfplay_games(6, 20, seed=13)))
+    write_hcpe(tmp_path / "val.hcpe", hcpe_records(selfplay_games(6, 20, seed=13)))
     val = config(val_files=[str(tmp_path / "val.hcpe")])
     train, held, report = split_supervised([tmp_path / "records.hcpe"], val.train)
     assert len(train) == len(records) and report.source == str(tmp_path / "val.hcpe") and report.held_games == 6
@@ -119,9 +106,9 @@ def test_hcpe_records_are_held_out_by_game_runs_or_by_a_separate_file(tmp_path, 
 
 
 def test_cli_val_scores_the_separate_file(tmp_path, capsys):
-    write_hcpe(tmp_path / "a.hcpe", to_records(selfplay_games(4, 20, seed=14)))
+    write_hcpe(tmp_path / "a.hcpe", hcpe_records(selfplay_games(4, 20, seed=14)))
     write_hcpe3(tmp_path / "b.hcpe3", selfplay_games(2, 20, seed=15))
-    write_hcpe(tmp_path / "c.hcpe", to_records(selfplay_games(1, 20, seed=16)))
+    write_hcpe(tmp_path / "c.hcpe", hcpe_records(selfplay_games(1, 20, seed=16)))
     sets = [f"model.{k}={v}" for k, v in MODEL.items()] + ["train.batch_size=16", "train.device=cpu"]
     argv = ["train", "--hcpe", str(tmp_path / "a.hcpe"), "--val", str(tmp_path / "b.hcpe3"), "--val",
             str(tmp_path / "c.hcpe"), "--out", str(tmp_path / "m.pt"), "--steps", "1", "--no-progress"]
@@ -180,7 +167,7 @@ def test_move_capped_games_keep_their_policy_and_lose_their_value_target():
     assert len(searched) == 2 * n + 2 == count_positions(games, "searched")
     assert len(buffer_from_games(games, 0.5, value_plies="searched", capped="draw")) == 2 * n + 4
     # hcpe2 records flag the move cap the same way
-    records = to_records(games)
+    records = hcpe_records(games)
     records["gameResult"][len(records) // 2:] |= FLAG_MAX_MOVES
     assert np.isnan(buffer_from_hcpe(records, 0.0).value).sum() == len(records) - len(records) // 2
     assert not np.isnan(buffer_from_hcpe(records, 0.0, "draw").value).any()

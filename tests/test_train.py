@@ -19,9 +19,10 @@ import cshogi
 import numpy as np
 import pytest
 import torch
+from shards import hcpe_records
 
 from dlzero.config import Config, config_from_dict
-from dlzero.data.hcpe import HCPE_DTYPE, write_hcpe
+from dlzero.data.hcpe import write_hcpe
 from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord, write_hcpe3
 from dlzero.errors import DlzeroError, ModelFileError
 from dlzero.model import ModelMetadata, load_model_file, new_model, save_model
@@ -265,17 +266,9 @@ def test_batch_decoding_matches_the_real_board(base_run):
 def write_random_hcpe(path: Path, n_games: int, seed: int) -> int:
     """hcpe of random games: every position with the move played and the game's result."""
     rng = random.Random(seed)
-    rows = []
-    for _ in range(n_games):
-        game = random_game(rng, max_ply=60, random_plies=0)
-        board = game.start_board()
-        for move in game.moves:
-            hcp = np.zeros(32, np.uint8)
-            board.to_hcp(hcp)
-            rows.append((hcp, move.eval, move.move16, game.result, 0))
-            board.push_move16(move.move16)
-    write_hcpe(path, np.array(rows, dtype=HCPE_DTYPE))
-    return len(rows)
+    records = hcpe_records([random_game(rng, max_ply=60, random_plies=0) for _ in range(n_games)])
+    write_hcpe(path, records)
+    return len(records)
 
 
 def test_supervised_reports_holdout_accuracies(tmp_path):
