@@ -380,7 +380,9 @@ def test_browser_shows_strength_models_and_replays(browser, loop_run, tmp_path):
         titles = browser.execute_script(
             "return [...document.querySelectorAll('#elo-gen circle.elo-point title')].map(t => t.textContent)")
         assert [t.split(":")[0] for t in titles] == ["gen-0000", "gen-0001", "gen-0002"]
-        assert "anchored Elo" in browser.find_element("id", "strength-label").text
+        # labelled as Elo from the anchored fit (metrics/elo.csv), not the gate chain
+        label = browser.find_element("id", "strength-label").text
+        assert label.startswith("Elo (") and "metrics/elo.csv" in label and "gate results" not in label
         # the models table lists every generation
         rows = browser.find_elements("css selector", "#models-table tbody tr")
         assert sorted(int(r.get_attribute("data-generation")) for r in rows) == [0, 1, 2]
