@@ -50,7 +50,7 @@ from dlzero.data.atomic import atomic_write_text  # noqa: E402
 from dlzero.gating.anchors import RANDOM, engine_anchor, is_engine  # noqa: E402
 from dlzero.gating.elo_fit import GameResult, fit_connected, score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
-from dlzero.gating.usi_client import UsiEngineError  # noqa: E402
+from dlzero.play.usi_client import UsiEngineError  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 FS = "fairy-stockfish:skill={}:byoyomi={}"

@@ -35,7 +35,7 @@ from dlzero.data.hcpe3 import (
     MoveRecord,
     write_hcpe3,
 )
-from dlzero.gating.usi_client import Go, UsiEngine
+from dlzero.play.usi_client import Go, UsiClient
 from dlzero.teacher.usi import score_cp
 
 
@@ -45,7 +45,7 @@ def _last_score(infos: list[str]) -> int:
     return scores[-1] if scores else 0
 
 
-def play_game(engine: UsiEngine, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> Hcpe3Game:
+def play_game(engine: UsiClient, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> Hcpe3Game:
     """One game from `opening` plus two random plies, then the engine on both sides."""
     board = cshogi.Board()
     record = Hcpe3Game.from_board(board)
@@ -103,7 +103,7 @@ def main() -> int:
     lines = [ln.split() for ln in args.openings.read_text().splitlines() if ln.startswith("startpos")]
     gps = "gpsusi" in args.engine
     options = {"LimitDepth": args.depth, "BookDepth": 0} if gps else {}
-    engine = UsiEngine(args.engine, options=options)
+    engine = UsiClient(args.engine, options=options)
     nodes = 0 if gps else args.nodes
     source = (f"{args.engine} LimitDepth={args.depth} BookDepth=0" if gps else f"{args.engine} go nodes {nodes}")
     games: list[Hcpe3Game] = []

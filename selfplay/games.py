@@ -46,23 +46,15 @@ import cshogi
 import numpy as np
 
 from dlzero.config import Config, SearchConfig
-from dlzero.data.hcpe3 import (
-    BLACK_WIN,
-    FLAG_MAX_MOVES,
-    FLAG_NYUGYOKU,
-    FLAG_REPETITION,
-    RESULT_DRAW,
-    WHITE_WIN,
-    Hcpe3Game,
-    MoveRecord,
-)
-from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_REPETITION, Verdict
+from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord
 from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a FinishedGame may carry
 from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
+from dlzero.game_end import Verdict
 from dlzero.inference.base import Evaluator
 from dlzero.play import END_RESIGN as END_RESIGN  # re-exported too
 from dlzero.play import Game, SearchPlayer, play_lockstep, play_rules
 from dlzero.play.openings import load_openings, refuse_rating_openings
+from dlzero.play.record import opening_record, result_byte, win_code
 from dlzero.position import parse_position
 from dlzero.search.gumbel import pseudo_visits
 from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
@@ -74,10 +66,6 @@ MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 # how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary): the rules'
 # own reasons come from dlzero.game_end, resignation's from dlzero.play; this one is self-play's
 END_MATE_FOUND = "mate_found"
-
-
-def _win_for(colour: int) -> int:
-    return BLACK_WIN if colour == cshogi.BLACK else WHITE_WIN
 
 
 @dataclass
@@ -112,7 +100,7 @@ class SelfPlayGame(Game):
         self.record.result = result_byte(self.end)
         fp = None
         if self.would_resign is not None:
-            fp = (self.record.result & 0x3) != _win_for(1 - self.would_resign)
+            fp = (self.record.result & 0x3) != win_code(1 - self.would_resign)
         return FinishedGame(self.record, self.end.reason, self.full_searches, self.would_resign, fp,
                             self.opening_plies)
 
@@ -180,32 +168,12 @@ class ResignController:
         return ctl
 
 
-def opening_record(board: cshogi.Board) -> Hcpe3Game:
-    """A record starting where `board`'s history starts, its moves as replay-only plies (no targets)."""
-    start = board.copy()
-    for _ in range(len(board.history)):
-        start.pop()
-    record = Hcpe3Game.from_board(start)
-    record.moves = [MoveRecord(cshogi.move16(m)) for m in board.history]
-    return record
-
-
 def selfplay_search_config(cfg: Config) -> SearchConfig:
     """The search settings self-play uses: the game's move cap must be the search's draw horizon, and
     the mate guard runs only if `selfplay.mate_guard` asks (a df-pn a move, against searches of tens
     of playouts)."""
     return dataclasses.replace(cfg.search, max_moves=min(cfg.search.max_moves, cfg.selfplay.max_moves),
                                mate_guard_nodes=cfg.search.mate_guard_nodes if cfg.selfplay.mate_guard else 0)
-
-
-# a verdict's reason -> the hcpe3 flag stored with the result
-_RESULT_FLAGS = {END_REPETITION: FLAG_REPETITION, END_MAX_MOVES: FLAG_MAX_MOVES, END_DECLARATION: FLAG_NYUGYOKU}
-
-
-def result_byte(verdict: Verdict) -> int:
-    """The hcpe3 result of a finished game: the winner (or a draw) and, for some reasons, a flag."""
-    result = RESULT_DRAW if verdict.winner is None else _win_for(verdict.winner)
-    return result | _RESULT_FLAGS.get(verdict.reason, 0)
 
 
 def _candidates(tree: Tree, cfg: SearchConfig) -> np.ndarray:

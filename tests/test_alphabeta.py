@@ -7,8 +7,8 @@ import random
 import cshogi
 import pytest
 
-from dlzero.gating.alphabeta import AlphaBeta
 from dlzero.play import Game, MoveChooser
+from dlzero.play.alphabeta import AlphaBeta
 from dlzero.play.material import material, move_gain
 
 HANGING_ROOK = "4k4/9/9/9/7r1/6G2/9/9/4K4 b - 1"        # Gx2e wins a rook for nothing

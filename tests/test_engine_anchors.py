@@ -25,7 +25,7 @@ from dlzero.errors import ConfigError
 from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
 from dlzero.gating.arena import play_match
 from dlzero.gating.rating import load_batches
-from dlzero.gating.usi_client import Go, UsiEngine, UsiEngineError, position_command
+from dlzero.play.usi_client import Go, UsiClient, UsiEngineError, position_command
 from dlzero.rundir import RunDir
 
 FAKE_ENGINE = '''#!{python}
@@ -153,7 +153,7 @@ def test_client_handshake_options_and_search_result(fake_engine):
     path, pids = fake_engine
     board = cshogi.Board()
     board.push_usi("7g7f")
-    with UsiEngine([str(path)], options={"Pick": "last"}, timeout_s=30) as engine:
+    with UsiClient([str(path)], options={"Pick": "last"}, timeout_s=30) as engine:
         assert engine.id_name == "fake-first-move" and "CrashAfter" in engine.available
         engine.new_game()
         result = engine.go(board, Go(depth=1))
@@ -172,11 +172,11 @@ def test_client_handshake_options_and_search_result(fake_engine):
 def test_client_errors_name_the_engine_and_the_cause(fake_engine, tmp_path):
     path, pids = fake_engine
     with pytest.raises(UsiEngineError, match=r"has no option 'Skill Level' \(it has: CrashAfter, DelayMs, Pick\)"):
-        UsiEngine([str(path)], name="fake", options={"Skill Level": 3}).start()
+        UsiClient([str(path)], name="fake", options={"Skill Level": 3}).start()
     assert not _alive(_pids(pids)[-1])  # refused at the handshake, and still closed
     with pytest.raises(UsiEngineError, match="cannot start.*No such file"):
-        UsiEngine([str(tmp_path / "missing")]).start()
-    crashing = UsiEngine([str(path)], name="fake", options={"CrashAfter": 2}, timeout_s=30)
+        UsiClient([str(tmp_path / "missing")]).start()
+    crashing = UsiClient([str(path)], name="fake", options={"CrashAfter": 2}, timeout_s=30)
     board = cshogi.Board()
     for _ in range(2):
         board.push_usi(crashing.go(board, "depth 1").bestmove)
@@ -184,7 +184,7 @@ def test_client_errors_name_the_engine_and_the_cause(fake_engine, tmp_path):
                                              r"stderr: fake engine: crashing on purpose"):
         crashing.go(board, "depth 1")
     assert not crashing.running
-    slow = UsiEngine([str(path)], name="slow", options={"DelayMs": 3000}, timeout_s=30)
+    slow = UsiClient([str(path)], name="slow", options={"DelayMs": 3000}, timeout_s=30)
     with pytest.raises(UsiEngineError, match="'slow'.*no 'bestmove' within 0.3 s"):
         slow.go(board, "depth 1", timeout_s=0.3)
     assert not slow.running and not _alive(_pids(pids)[-1])

@@ -1,9 +1,9 @@
 """The game-end rules, once (`dlzero.game_end`), and the three callers that use them.
 
 The same positions go through the search leaf (`leaf_result`), every game played (self-play and
-matches: `dlzero.play.play_rules`, with self-play's hcpe3 `result_byte`) and the engine
-(`root_checks`); where their rules agree they must agree on the verdict, and where they differ by
-design (repetition count, move cap) the difference is asserted.
+matches: `dlzero.play.play_rules`, with the hcpe3 `result_byte` self-play and the teacher store) and
+the engine (`root_checks`); where their rules agree they must agree on the verdict, and where they
+differ by design (repetition count, move cap) the difference is asserted.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, FLAG_NYUGYOKU, FLAG_REP
 from dlzero.engine.player import root_checks
 from dlzero.game_end import GameRules, Verdict, can_declare, earlier_occurrences, game_end, leaf_value
 from dlzero.play import play_rules
+from dlzero.play.record import result_byte
 from dlzero.position import parse_position
 from dlzero.search.rules import leaf_result
-from dlzero.selfplay.games import result_byte
 
 B, W = cshogi.BLACK, cshogi.WHITE
 CYCLE = " 5i5h 5a5b 5h5i 5b5a"  # both kings step out and back: the start position again
@@ -71,13 +71,14 @@ def test_four_callers_agree(name: str, position: str, game: Verdict | None, leaf
     # search leaf: the first repetition already ends the line
     assert leaf_result(board, _search_cfg(), n_legal) == _expected_value(leaf, board)
 
-    # every game played (self-play and matches): sennichite rules, the move cap; self-play stores the
-    # verdict as an hcpe3 result byte
+    # every game played (self-play and matches): sennichite rules, the move cap; self-play and the
+    # teacher store the verdict as an hcpe3 result byte
     played = game_end(board, play_rules(MAX_MOVES, "27"))
     assert played == game
     if game is not None:
         win = {None: RESULT_DRAW, B: BLACK_WIN, W: WHITE_WIN}[game.winner]
-        flag = {"repetition": FLAG_REPETITION, "max_moves": FLAG_MAX_MOVES, "declaration": FLAG_NYUGYOKU}
+        flag = {"repetition": FLAG_REPETITION, "perpetual_check": FLAG_REPETITION, "max_moves": FLAG_MAX_MOVES,
+                "declaration": FLAG_NYUGYOKU}
         assert result_byte(played) == win | flag.get(game.reason, 0)
 
     # engine: repetition and the move cap are the GUI's; mate and declaration are its own

@@ -14,8 +14,10 @@ layers below, never above:
     inference    dlzero.inference
     search       dlzero.search
     engine       dlzero.engine, dlzero.usi, dlzero.analysis, dlzero.analysis_query, dlzero.review
-    play         dlzero.play                                     (every game: the lockstep driver, players,
-                                                                  rules profile, openings)
+    play         dlzero.play                                     (every game: the lockstep driver, players
+                                                                  (alpha-beta, outside USI engines and their
+                                                                  client too), rules profile, openings, the
+                                                                  hcpe3 result and opening record)
     gating       dlzero.gating                                   (matches, SPRT, promotion, ratings, anchors)
     stages       dlzero.selfplay, dlzero.train, dlzero.teacher, dlzero.progress (self-play, training and
                  teacher: none imports another; selfplay/ and train/ install as dlzero.selfplay, dlzero.train)
@@ -55,6 +57,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 FACADE = ("dlzero", len(LAYERS) - 1)  # the package's __init__ only, not everything below it
 # Peers within one layer that must not import each other (by package prefix).
 SEPARATE = {"stages": ("dlzero.selfplay", "dlzero.train", "dlzero.teacher")}
+# Packages that must not import another, though the layers would allow it: the teacher plays and stores
+# its games through play/ (players, USI client, rules, result byte) and has no business with gating.
+APART = {"dlzero.teacher": ("dlzero.gating",)}
 
 
 def _peer(module: str, peers: tuple[str, ...]) -> str | None:
@@ -148,6 +153,16 @@ def test_imports_point_down():
     assert sorted(wrong) == []
 
 
+def _apart_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The imports `APART` forbids."""
+    return sorted(f"{module} imports {dep}" for module, deps in graph.items() for dep in deps
+                  for package, banned in APART.items() if _peer(module, (package,)) and _peer(dep, banned))
+
+
+def test_apart_packages_do_not_import_each_other():
+    assert _apart_imports(GRAPH) == []
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
     index: dict[str, int] = {}
@@ -208,6 +223,8 @@ def test_the_checks_can_fail():
     assert _owner("dlzero.search._puct.select") == "dlzero.search._puct"  # the extension, not its package
     assert _peer("dlzero.teacher.usi", SEPARATE["stages"]) == "dlzero.teacher"
     assert _peer("dlzero.progress", SEPARATE["stages"]) is None
+    assert _apart_imports({"dlzero.teacher.usi": {"dlzero.gating.anchors", "dlzero.play.usi_client"}}) == [
+        "dlzero.teacher.usi imports dlzero.gating.anchors"]
 
 
 @pytest.mark.parametrize("module", ["dlzero.search.mcts", "dlzero.selfplay.games", "dlzero.commands.selfplay"])

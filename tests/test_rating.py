@@ -24,9 +24,9 @@ from dlzero.gating.rating import (
     select_generations,
     write_elo_csv,
 )
-from dlzero.gating.usi_opponent import UsiEngineError, UsiOpponent
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import Game
+from dlzero.play.usi_opponent import UsiEngineError, UsiOpponent
 from dlzero.rundir import RunDir
 from dlzero.runfiles import ELO_COLUMNS
 

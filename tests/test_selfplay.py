@@ -93,6 +93,7 @@ def check_game(game: FinishedGame, cfg: Config) -> None:
         assert rec.result == _winner_of(last_mover)
     else:
         assert game.reason == "perpetual_check" and rec.winner in (BLACK_WIN, WHITE_WIN)
+        assert rec.result == rec.winner | FLAG_REPETITION  # a loss for the checker, ended by sennichite
 
 
 def test_lockstep_games_write_valid_shards(tmp_path):

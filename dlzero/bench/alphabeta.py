@@ -12,10 +12,10 @@ import time
 from collections.abc import Sequence
 
 from dlzero.config import Config
-from dlzero.gating.alphabeta import AlphaBeta
 from dlzero.gating.arena import play_match
 from dlzero.gating.elo_fit import GameResult, fit_ratings
 from dlzero.play import Game, RandomMover
+from dlzero.play.alphabeta import AlphaBeta
 
 
 class _Timed:

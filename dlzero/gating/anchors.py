@@ -3,7 +3,7 @@
 - `random`: a uniformly random legal move (`dlzero.play.RandomMover`, seeded). Pinned at Elo 0: the
   floor any learning must beat.
 - `alphabeta:N`: the built-in classical reference at a budget of N positions per move
-  (`dlzero.gating.alphabeta`; deterministic and frozen, so `alphabeta:1000` means the same in every run).
+  (`dlzero.play.alphabeta`; deterministic and frozen, so `alphabeta:1000` means the same in every run).
 - `gen-NNNN`: a model of the run itself (usually `gen-0000`, the untrained start).
 - `miniosl:sample=N`: miniosl's pretrained network without search (`pip install -e '.[teacher]'`), its
   first N plies of a game drawn from its policy, then its own move: the teacher a student distilled
@@ -30,12 +30,12 @@ import shutil
 
 from dlzero.config import ANCHOR_FORMS, ENGINE_KINDS, parse_anchor
 from dlzero.errors import ConfigError
-from dlzero.gating.alphabeta import AlphaBeta
-from dlzero.gating.usi_client import Go, UsiEngineError
-from dlzero.gating.usi_opponent import UsiOpponent
 from dlzero.inference.miniosl import MinioslNetwork
 from dlzero.play import RANDOM, MoveChooser, RandomMover
+from dlzero.play.alphabeta import AlphaBeta
 from dlzero.play.players import MinioslPlayer
+from dlzero.play.usi_client import Go, UsiEngineError
+from dlzero.play.usi_opponent import UsiOpponent
 
 _ALPHABETA = re.compile(r"alphabeta:([1-9]\d*)$")
 GPS_BYOYOMI_CAP_MS = 10_000  # GPS Shogi stops at its depth (0.1-3 s at depth 4); this only bounds a runaway

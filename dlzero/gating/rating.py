@@ -62,9 +62,9 @@ from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_eng
 from dlzero.gating.arena import MatchGame, MatchResult, play_match
 from dlzero.gating.chain import is_promoted
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_connected
-from dlzero.gating.usi_opponent import UsiOpponent
 from dlzero.inference import load_model
 from dlzero.play.openings import GATE_SUITE, RATING_SUITE, load_openings, suite_tag
+from dlzero.play.usi_opponent import UsiOpponent
 from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import ELO_COLUMNS
 

@@ -5,6 +5,11 @@
 - `driver`: many games in lockstep (`play_lockstep`), each player moving in all its games at once;
 - `players`: the search over a network (`SearchPlayer`), the random mover (`RandomMover`) and miniosl's
   network without search (`MinioslPlayer`, the optional `teacher` extra);
+- `alphabeta`: the classical alpha-beta anchor (`AlphaBeta`, `alphabeta:N`);
+- `usi_client`, `usi_opponent`: a client for outside USI engines (`UsiClient`, also the teacher's) and
+  such an engine as a player (`UsiOpponent`);
+- `record`: how a played game is stored: the hcpe3 result of a verdict and the opening record (self-play
+  and the teacher);
 - `openings`: reading openings files and making and using opening suites;
 - `material`: the piece values and material count (the alpha-beta anchor's, shared with the suites).
 

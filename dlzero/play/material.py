@@ -1,4 +1,4 @@
-"""Material: piece values and the one count of them, for the alpha-beta anchor (`dlzero.gating.alphabeta`,
+"""Material: piece values and the one count of them, for the alpha-beta anchor (`dlzero.play.alphabeta`,
 which searches on it) and the opening suites' balance test (`dlzero.play.openings`, which asks what either
 side can win by captures). All in centipawns (`PAWN` = 100).
 

@@ -1,8 +1,8 @@
 """The players dlzero's own code provides: the search over a network, the random mover, and miniosl's
 network without search.
 
-All are `MoveChooser`s, like the classical alpha-beta anchor (`dlzero.gating.alphabeta`) and outside
-USI engines (`dlzero.gating.usi_opponent`).
+All are `MoveChooser`s, like the classical alpha-beta anchor (`dlzero.play.alphabeta`) and outside
+USI engines (`dlzero.play.usi_opponent`).
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 Teacher games run `batch_size` games in lockstep (one `label` call per ply across them). The first
 `sample_plies` teacher moves of a game are drawn from its policy (a teacher whose policy is one-hot,
 a USI engine without MultiPV, plays its move), later ones are its best move. A game ends by the
-rules (`dlzero.game_end`: mate, sennichite at the fourth occurrence, declaration, the move cap), or
-when the teacher resigns, declares, or announces a mate (the mover wins: the plies left to mate
-would teach little). Every teacher ply is a training target: its policy as counts,
-its win rate as the eval; the result is the game's.
+rules every game goes by (`dlzero.play.play_rules`: mate, sennichite at the fourth occurrence,
+declaration, the move cap), or when the teacher resigns, declares, or announces a mate (the mover
+wins: the plies left to mate would teach little). Every teacher ply is a training target: its policy
+as counts, its win rate as the eval; the result is the game's, stored as self-play stores it
+(`dlzero.play.record`: the result byte and the opening's replay-only plies).
 
 A position with a mate in one ply is not asked: cshogi's mate search labels it (the mating move,
 a sure win, `proven`). That is what any teacher should say there (miniosl's network, without search,
@@ -24,25 +25,15 @@ from dataclasses import dataclass
 import cshogi
 import numpy as np
 
-from dlzero.data.hcpe3 import (
-    BLACK_WIN,
-    FLAG_MAX_MOVES,
-    FLAG_NYUGYOKU,
-    FLAG_REPETITION,
-    RESULT_DRAW,
-    WHITE_WIN,
-    Hcpe3Game,
-    MoveRecord,
-)
-from dlzero.game_end import END_DECLARATION, END_MAX_MOVES, END_PERPETUAL_CHECK, END_REPETITION, GameRules, game_end
+from dlzero.data.hcpe3 import Hcpe3Game
+from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, Verdict, game_end
+from dlzero.play.game import END_RESIGN, play_rules
+from dlzero.play.record import opening_record, result_byte
 from dlzero.position import parse_position, start_position
 from dlzero.teacher.base import Label, Query, Teacher, move_record
 from dlzero.teacher.sources import SourceGame
 
 Report = Callable[[int], None]  # told how many positions were just labelled
-
-_FLAGS = {END_REPETITION: FLAG_REPETITION, END_PERPETUAL_CHECK: FLAG_REPETITION, END_MAX_MOVES: FLAG_MAX_MOVES,
-          END_DECLARATION: FLAG_NYUGYOKU}
 
 
 @dataclass(frozen=True)
@@ -80,27 +71,21 @@ def label_positions(teacher: Teacher, queries: Sequence[Query]) -> list[Label]:
     return labels
 
 
-def _result(winner: int | None, flag: int = 0) -> int:
-    code = RESULT_DRAW if winner is None else (BLACK_WIN if winner == cshogi.BLACK else WHITE_WIN)
-    return code | flag
-
-
 class _TeacherGame:
     """One of the teacher's games in progress."""
 
     def __init__(self, line: str) -> None:
         self.board = parse_position(line)
         self.start_sfen = start_position(self.board)
-        self.record = Hcpe3Game.from_board(cshogi.Board(self.start_sfen))
-        self.record.moves = [MoveRecord(cshogi.move16(m)) for m in self.board.history]  # the suite's plies
+        self.record = opening_record(self.board)  # the suite's plies, replay-only
         self.teacher_plies = 0
 
     def play(self, label: Label, rng: np.random.Generator, settings: PlaySettings, rules: GameRules) -> bool:
         """Record the labelled ply and play a move; True when the game is over (result set)."""
         board = self.board
         if label.move16 is None:  # resigned, or declared a win
-            self.record.result = _result(board.turn if label.declared else 1 - board.turn,
-                                         FLAG_NYUGYOKU if label.declared else 0)
+            self.record.result = result_byte(Verdict(board.turn, END_DECLARATION) if label.declared
+                                             else Verdict(1 - board.turn, END_RESIGN))
             return True
         move16 = label.move16
         if self.teacher_plies < settings.sample_plies and len(label.policy) > 1 and not label.proven:
@@ -111,9 +96,9 @@ class _TeacherGame:
         self.teacher_plies += 1
         verdict = game_end(board, rules)
         if verdict is not None:
-            self.record.result = _result(verdict.winner, _FLAGS.get(verdict.reason, 0))
+            self.record.result = result_byte(verdict)
         elif label.proven:  # the teacher sees a mate: the game is won for the side that just moved
-            self.record.result = _result(1 - board.turn)
+            self.record.result = result_byte(Verdict(1 - board.turn, END_MATE))
         return verdict is not None or label.proven
 
 
@@ -130,7 +115,7 @@ def play_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: in
                report: Report) -> tuple[list[Hcpe3Game], int]:
     """`n_games` games of the teacher against itself: (the games with at least one ply, positions labelled)."""
     rng = np.random.default_rng(seed)
-    rules = GameRules(repetitions=3, max_moves=settings.max_moves, declaration=settings.declaration)
+    rules = play_rules(settings.max_moves, settings.declaration)
     lockstep = max(1, min(n_games, teacher.batch_size))
     active: list[_TeacherGame] = []
     done: list[Hcpe3Game] = []

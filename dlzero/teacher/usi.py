@@ -37,7 +37,7 @@ more commands (checked by hand: neither `stop`, `isready` nor `usinewgame` wakes
 dies or stays silent past `timeout` is restarted and asked again once before the part fails.
 
 The process (start, option check, `isready`, deadlines, stderr in errors, quit or kill) is
-`dlzero.gating.usi_client.UsiEngine`, the client the rating anchors use; its `go` keeps only the last
+`dlzero.play.usi_client.UsiClient`, the client the rating anchors use; its `go` keeps only the last
 scored line, so the teacher adds one call that returns every `info` line of a search (for MultiPV).
 """
 
@@ -48,7 +48,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from dlzero.data.hcpe import legal_move16s
-from dlzero.gating.usi_client import UsiEngine, UsiEngineError
+from dlzero.play.usi_client import UsiClient, UsiEngineError
 from dlzero.search.result import EVAL_COEF, MAX_CP
 from dlzero.teacher.base import Label, Query, Teacher, TeacherError
 
@@ -136,7 +136,7 @@ class UsiTeacher(Teacher):
         if eval_scale <= 0 or temperature <= 0 or timeout_s <= 0:
             raise TeacherError("usi teacher: eval_scale, temperature and timeout must be positive")
         try:
-            self._engine = UsiEngine(command, name=f"usi:{command}", options=options, timeout_s=timeout_s)
+            self._engine = UsiClient(command, name=f"usi:{command}", options=options, timeout_s=timeout_s)
         except UsiEngineError as exc:
             raise TeacherError(str(exc)) from None
         self.name = f"usi:{command}"

@@ -1,10 +1,10 @@
 """A small client for outside USI engines: start, options, new game, position + go -> best move and score.
 
-The rating anchors (`dlzero.gating.usi_opponent`) drive GPS Shogi, Fairy-Stockfish or any USI engine
+The rating anchors (`dlzero.play.usi_opponent`) drive GPS Shogi, Fairy-Stockfish or any USI engine
 through it, and anything else that asks an outside engine for moves or scores (a teacher labelling
 positions) can use the same five calls:
 
-    with UsiEngine("/usr/games/fairy-stockfish", options={"Skill Level": 0}) as engine:
+    with UsiClient("/usr/games/fairy-stockfish", options={"Skill Level": 0}) as engine:
         engine.new_game()
         result = engine.go(board, Go(byoyomi_ms=100))   # result.bestmove, result.score_cp, result.mate
 
@@ -36,10 +36,10 @@ import cshogi
 
 from dlzero.errors import DlzeroError
 
-log = logging.getLogger("dlzero.gating.usi")
+log = logging.getLogger("dlzero.play.usi")
 
 QUIT_GRACE_S = 5.0  # how long a polite `quit` may take before the process is killed
-_LIVE: weakref.WeakSet[UsiEngine] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[UsiClient] = weakref.WeakSet()
 
 
 class UsiEngineError(DlzeroError):
@@ -136,8 +136,9 @@ def _parse_info(line: str, result: SearchResult) -> None:
     result.score_cp, result.mate, result.depth, result.nodes, result.pv = cp, mate, depth, nodes, pv
 
 
-class UsiEngine:
-    """One USI engine process. `command` is an argv list or a shell-like string (split with shlex).
+class UsiClient:
+    """One outside USI engine process, driven from our side (our own engine, which a GUI drives, is
+    `dlzero.usi.UsiEngine`). `command` is an argv list or a shell-like string (split with shlex).
 
     `start()` runs the handshake (`usi`, the options, `isready`); `go()` starts it if needed.
     """
@@ -158,7 +159,7 @@ class UsiEngine:
         self._ready = False  # handshake done and nothing sent since that needs `isready`
         self._polite = False  # the engine answered `usi`: it can be asked to quit
 
-    def __enter__(self) -> UsiEngine:
+    def __enter__(self) -> UsiClient:
         self.start()
         return self
 

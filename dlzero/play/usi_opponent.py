@@ -1,7 +1,7 @@
 """An outside USI engine as a side of a match: a rating anchor (`gpsshogi:depth=4`,
 `fairy-stockfish:skill=0:byoyomi=100`, `usi:PATH:...`) or `dlzero rate --engine NAME=COMMAND`.
 
-The process (`dlzero.gating.usi_client.UsiEngine`) is started on the first move it is asked for and
+The process (`dlzero.play.usi_client.UsiClient`) is started on the first move it is asked for and
 kept alive across all the games of a rating session; it is told `usinewgame` once. The games of a
 pairing run interleaved (the arena plays them in lockstep), so there is no single "next game" to
 announce; every `position` carries the game's start and its full move list, so no state of another
@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 
 import cshogi
 
-from dlzero.gating.usi_client import Go, UsiEngine, UsiEngineError
 from dlzero.play.game import Game
+from dlzero.play.usi_client import Go, UsiClient, UsiEngineError
 
 __all__ = ["UsiEngineError", "UsiOpponent"]
 
-log = logging.getLogger("dlzero.gating.usi")
+log = logging.getLogger("dlzero.play.usi")
 
 
 class UsiOpponent:
@@ -35,7 +35,7 @@ class UsiOpponent:
                  timeout_s: float = 120.0, options: Mapping[str, object] | None = None) -> None:
         self.name = name
         self.go = go
-        self.engine = UsiEngine(command, name=name, options=options, timeout_s=timeout_s)
+        self.engine = UsiClient(command, name=name, options=options, timeout_s=timeout_s)
 
     def start(self) -> None:
         """Start the engine and announce a game (idempotent)."""
