@@ -322,29 +322,34 @@ class AnalysisEngine:
                 task.tree = Tree(task.board.copy(), move_filter=_move_filter(task) if task.rules else None)
         trees = [task.tree for task in tasks]
         start = time.perf_counter()
-        last_report = [start] * len(tasks)
+        for task in tasks:
+            if task.reported is None:  # the report clock starts with the first slice and runs across slices
+                task.reported = start
 
         def on_step() -> None:
             self._maybe_clear_cache()
             now = time.perf_counter()
-            for k, (task, tree) in enumerate(zip(tasks, trees, strict=True)):
+            for task, tree in zip(tasks, trees, strict=True):
                 if task.terminated and tree.target > tree.playouts:
                     tree.target = tree.playouts  # the tree leaves the search at this step
-                if task.report_every and not tree.done and now - last_report[k] >= task.report_every:
-                    last_report[k] = now
+                if task.report_every and not tree.done and now - task.reported >= task.report_every:
+                    task.reported = now
                     emit(self._result(task, tree.playouts, now - start, True))
 
         def slice_ends() -> bool:
             return any(tree.done or search.tree_full(tree) for tree in trees) or should_yield()
 
+        sliced = should_yield is not None
         search.run(trees, [t.playouts - t.searched for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree,
-                   on_step=on_step, should_stop=slice_ends if should_yield is not None else None)
+                   on_step=on_step, should_stop=slice_ends if sliced else None, resume=sliced, guard=not sliced)
         elapsed = time.perf_counter() - start
         paused = []
         for task, tree in zip(tasks, trees, strict=True):
             task.searched += tree.playouts
             task.seconds += elapsed
-            if task.terminated or task.searched >= task.playouts or search.tree_full(tree) or should_yield is None:
+            if task.terminated or task.searched >= task.playouts or search.tree_full(tree) or not sliced:
+                if sliced and not task.terminated:  # its last slice: the guard's one run, as unsliced
+                    search.guard_roots([tree])
                 emit(self.final(task))
             else:
                 paused.append(task)

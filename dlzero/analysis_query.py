@@ -107,11 +107,13 @@ class Task:
     seq: int = 0                 # arrival order, breaks priority ties
     terminated: bool = False
     # What a search cut into slices keeps between them (`dlzero.analysis.AnalysisServer`): the tree,
-    # the playouts and seconds of the slices before, whether the root checks (mate, declaration) are
+    # the playouts and seconds of the slices before, when the last partial answer went out (perf_counter;
+    # so reports keep `report_every` across slices), whether the root checks (mate, declaration) are
     # done, and the raw policy once computed.
     tree: Tree | None = None
     searched: int = 0
     seconds: float = 0.0
+    reported: float | None = None
     checked: bool = False
     policy: dict[str, float] | None = None
 
@@ -218,9 +220,12 @@ class QueryReader:
                              "reportDuringSearchEvery", qid)
         rules = self._rules(data, "avoidMoves", qid, allow=False) + self._rules(data, "allowMoves", qid, allow=True)
         flags = {name: _bool(data, name, qid) for name in ("includePolicy", "includePVVisits")}
-        return [_task(qid, turn, data["position"], board, moves, playouts, multipv, search, priority,
-                      flags["includePolicy"], flags["includePVVisits"], every, rules)
-                for turn, priority in zip(turns, priorities, strict=True)]
+        tasks = [_task(qid, turn, data["position"], board, moves, playouts, multipv, search, priority,
+                       flags["includePolicy"], flags["includePVVisits"], every, rules)
+                 for turn, priority in zip(turns, priorities, strict=True)]
+        for task in tasks:
+            _check_allowed_at_root(task, qid)
+        return tasks
 
     @staticmethod
     def _board(position: Any, qid: Any) -> cshogi.Board:
@@ -334,6 +339,18 @@ def _task(qid: Any, turn: int, position: str, board: cshogi.Board, moves: list[s
         turn_board.pop()
     return Task(qid, turn, _with_moves(position, moves[:turn]), turn_board, playouts, multipv, search, priority,
                 include_policy, include_pv_visits, report_every, rules)
+
+
+def _check_allowed_at_root(task: Task, qid: Any) -> None:
+    """Refuse an `allowMoves` entry that applies at the task's root but lists no legal move there:
+    the search would ignore it (`Task.allowed`: nothing allowed) and answer about every move, which
+    the client did not ask for."""
+    rules = [rule for rule in task.rules if rule.allow and rule.player == task.board.turn]
+    legal = {cshogi.move_to_usi(m) for m in task.board.legal_moves} if rules else set()
+    for rule in rules:
+        if legal and not rule.moves & legal:
+            raise QueryError(f"allowMoves[0].moves: none is legal at turn {task.turn}, where the rule applies; "
+                             f"list at least one legal move (e.g. {min(legal)})", "allowMoves", qid)
 
 
 def _with_moves(position: str, moves: list[str]) -> str:

@@ -13,6 +13,7 @@ import logging
 import sys
 
 from dlzero.commands import COMMAND_MODULES
+from dlzero.commands.common import error_status
 from dlzero.errors import DlzeroError
 
 
@@ -40,20 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
-    except DlzeroError as exc:
-        print(f"dlzero {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # a full, over-quota or read-only disk under any write: one line, not a traceback
-        from dlzero.data.hcpe3 import storage_error
-
-        error = storage_error(exc)
-        if error is None:
+    # bad input, or a full, over-quota or read-only disk under any write: one line, not a traceback
+    except (DlzeroError, OSError, KeyboardInterrupt) as exc:
+        status = error_status(args.command, exc)
+        if status is None:
             raise
-        print(f"dlzero {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"dlzero {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return status
 
 
 if __name__ == "__main__":

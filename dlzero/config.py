@@ -90,6 +90,13 @@ def _odd_or_zero(v: Any) -> str | None:
 # kills when it must answer (dlzero.search.mate), to cshogi DfPn's depth of 31 plies.
 MATE_MOVE_MAX_PLIES = 7
 ROOT_MATE_MAX_PLIES = 31
+DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int (`set_max_search_node`)
+
+
+def _dfpn_nodes(v: Any) -> str | None:
+    """A df-pn node budget: past a C int, cshogi raises OverflowError (after the search, in the mate guard)."""
+    return _non_negative(v) or (None if v <= DFPN_NODES_MAX else f"must be at most {DFPN_NODES_MAX} (cshogi's "
+                                                                    "df-pn node limit is a C int)")
 
 
 def _mate_plies(most: int) -> Check:
@@ -347,7 +354,7 @@ class SearchConfig:
     root_mate_depth: int = _field(7, _mate_plies(ROOT_MATE_MAX_PLIES), "mate search at the root before "
                                   "searching (odd plies, at most 31; beyond 7 df-pn in a helper process, for at "
                                   "most 30 % of the move's time, 1 s without a clock: dlzero.search.mate)")
-    mate_guard_nodes: int = _field(0, _non_negative, "after a search, df-pn checks the move to be played for a "
+    mate_guard_nodes: int = _field(0, _dfpn_nodes, "after a search, df-pn checks the move to be played for a "
                                    "mate it hands the opponent; a move that does is proven lost and the next is "
                                    "tried, within this many df-pn nodes a move in all (0: off; dlzero.search.guard)")
     node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")

@@ -90,6 +90,59 @@ def test_analyze_turns_share_batches_and_avoid_moves_hold_below_the_root():
                 assert info["pv"][white_ply] not in {"8c8d", "3c3d", "4a3b"}
 
 
+def test_allow_moves_with_no_legal_move_at_the_root_is_an_error_not_a_search_of_every_move():
+    """Issue 41: an `allowMoves` of only illegal moves was ignored and every move searched."""
+    engine = AnalysisEngine(NullEvaluator(), Config(), playouts=16)
+
+    def allow(player: str, moves: list[str], turns: list[int] | None = None) -> list[dict]:
+        query = {"id": "q", "position": "startpos", "moves": ["7g7f", "3c3d"], "analyzeTurns": turns or [1],
+                 "allowMoves": [{"player": player, "moves": moves, "untilDepth": 1}]}
+        return engine.answer([json.dumps(query)])
+
+    (refused,) = allow("w", ["7g7f", "5i5h"])  # white to move: black's moves are not legal
+    assert refused["field"] == "allowMoves" and "none is legal at turn 1" in refused["error"], refused
+    (refused,) = allow("b", ["7g7f"], turns=[0, 1, 2])  # legal at turn 0 only: turn 2 is named
+    assert refused["field"] == "allowMoves" and "none is legal at turn 2" in refused["error"], refused
+    (kept,) = allow("w", ["3c3d", "5i5h"])  # one legal move is enough: only it is searched
+    assert [m["move"] for m in kept["moveInfos"]] == ["3c3d"]
+    (other_side,) = allow("b", ["5i5h"])  # black's rule does not apply at white's root
+    assert len(other_side["moveInfos"]) > 1
+
+
+def test_partial_answers_keep_their_interval_across_slices(monkeypatch):
+    """Issue 41: each slice of a sliced search started the `reportDuringSearchEvery` clock again, so a
+    search cut into slices shorter than the interval never reported. On a clock that each network call
+    moves by a quarter second, a search cut after every call reports when the unsliced one does."""
+    import types
+
+    import dlzero.analysis as analysis
+
+    clock = [0.0]
+    monkeypatch.setattr(analysis, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+
+    class Ticking(NullEvaluator):
+        def _run(self, planes):
+            clock[0] += 0.25
+            return super()._run(planes)
+
+    def report_times(sliced: bool) -> list[float]:
+        clock[0] = 0.0
+        engine = AnalysisEngine(Ticking(), Config(), playouts=200)
+        (task,) = engine.reader.read(json.dumps({"position": "startpos", "maxVisits": 200,
+                                                 "reportDuringSearchEvery": 1.0,
+                                                 "overrides": {"search.leaves_per_tree": 4}})).tasks
+        times: list[float] = []
+        cut = (lambda: task.tree is not None and task.tree.playouts > 0) if sliced else None
+        pending = [task]
+        while pending:
+            pending = engine.search(pending, lambda result: result.during and times.append(clock[0]), cut)
+        return times
+
+    whole = report_times(sliced=False)
+    assert len(whole) >= 10 and whole == [1.0 + k for k in range(len(whole))]
+    assert report_times(sliced=True) == whole
+
+
 def test_a_failed_batch_answers_its_turns_and_the_engine_goes_on():
     class FailsOnce(NullEvaluator):
         failed = False

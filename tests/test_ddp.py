@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from test_teacher import FAKE_ENGINE
 from test_train import copy_run, make_run, tiny_config
 
+from dlzero.errors import ConfigError
 from dlzero.model import load_model_file, new_model
 from dlzero.rundir import RunDir
 
@@ -91,6 +93,53 @@ exit_rank(3)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "unflushed", "err")
     assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "thread").read_text() == "joined"
+
+
+def test_a_thread_that_never_ends_does_not_keep_a_finished_rank(tmp_path):
+    """Issue 41: `exit_rank` joined every thread without a timeout, so one that never ends kept the rank
+    (and torchrun) waiting for ever; now it waits EXIT_JOIN_S in all, says which, and exits."""
+    script = f"""
+import atexit, threading
+from pathlib import Path
+from dlzero.train import distributed
+distributed.EXIT_JOIN_S = 0.5
+atexit.register(lambda: Path({str(tmp_path)!r}, "atexit").write_text("ran"))
+threading.Thread(target=threading.Event().wait, name="stuck").start()
+distributed.exit_rank(4)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 4 and "stuck still running after 0.5 s" in proc.stderr, proc.stderr
+    assert (tmp_path / "atexit").read_text() == "ran"
+
+
+@pytest.mark.parametrize("failure,status,line", [
+    (lambda: ConfigError("no such run"), 2, "dlzero train: error: no such run"),
+    (lambda: RuntimeError("a bug"), 1, "RuntimeError: a bug"),
+])
+def test_a_rank_that_fails_reports_it_and_still_ends_through_exit_rank(failure, status, line, monkeypatch, capsys):
+    """Issue 41: a torchrun rank whose training raised left through `dlzero.cli` and the interpreter's
+    teardown, where gloo's threads can abort it; now every path ends in `exit_rank`, after the error's
+    report (the one line, or a bug's traceback)."""
+    import dlzero.commands.train as train_cmd
+    from dlzero.cli import main
+    from dlzero.train import distributed
+
+    ended: list[int] = []
+
+    def exit_rank(code: int) -> None:
+        ended.append(code)
+        raise SystemExit(code)  # the real one ends the process
+
+    def fail(args) -> int:
+        raise failure()
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")  # rank 1 writes nothing to the run: no lock
+    monkeypatch.setattr(train_cmd, "_train", fail)
+    monkeypatch.setattr(distributed, "exit_rank", exit_rank)
+    with pytest.raises(SystemExit):
+        main(["train", "--run-dir", "nowhere"])
+    assert ended == [status] and line in capsys.readouterr().err
 
 
 def _torchrun_train(rd: RunDir, steps: int, *extra: str, timeout: int) -> subprocess.CompletedProcess:

@@ -216,6 +216,27 @@ def test_self_play_window_and_supervised_files_drop_capped_values(tmp_path):
         assert np.isnan(supervised.value[n:]).all() == dropped and len(supervised) == count_positions(games)
 
 
+def test_loading_positions_alone_computes_no_game_keys(tmp_path, monkeypatch):
+    """Issue 41: `load_supervised` hashed every game into keys (a pass over every position) that only a
+    split by game uses, and threw them away."""
+    import dlzero.train.supervised as supervised
+
+    games = selfplay_games(2, 6, seed=3)
+    write_hcpe3(tmp_path / "t.hcpe3", games)
+    write_hcpe(tmp_path / "t.hcpe", hcpe_records(games))
+    files = [tmp_path / "t.hcpe3", tmp_path / "t.hcpe"]
+    keyed = supervised.load_labelled(files, 0.3).buf
+
+    def no_keys(*args):
+        raise AssertionError("game keys computed")
+
+    monkeypatch.setattr(supervised, "game_keys", no_keys)
+    monkeypatch.setattr(supervised, "record_game_keys", no_keys)
+    alone = load_supervised(files, 0.3)
+    assert len(alone) == len(keyed) == count_positions(games) + sum(len(g.moves) for g in games)
+    np.testing.assert_array_equal(alone.value, keyed.value)
+
+
 def test_a_checkpointed_meter_from_before_value_counts_averages_over_every_sample():
     meter = Meter(CPU)
     meter.load([4.0, 2.0, 1.0, 4.0, 1.0, 2.0, 0.0, 0.0, 4.0])  # sums saved before the value-row count existed

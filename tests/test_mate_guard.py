@@ -121,3 +121,58 @@ def test_self_play_runs_the_guard_only_when_asked() -> None:
     assert selfplay_search_config(cfg).mate_guard_nodes == 0
     cfg.selfplay = dataclasses.replace(cfg.selfplay, mate_guard=True)
     assert selfplay_search_config(cfg).mate_guard_nodes == NODES
+
+
+class _CountingDfPn:
+    """cshogi's DfPn, counting the nodes of every search (the guard's whole spend)."""
+
+    spent: list[int] = []
+
+    def __init__(self, depth: int, nodes: int) -> None:
+        self._dfpn = _REAL_DFPN(depth, nodes)
+
+    def set_max_search_node(self, nodes: int) -> None:
+        self._dfpn.set_max_search_node(nodes)
+
+    def search(self, board: cshogi.Board) -> bool:
+        found = self._dfpn.search(board)
+        _CountingDfPn.spent.append(self._dfpn.searched_node)
+        return found
+
+    @property
+    def searched_node(self) -> int:
+        return self._dfpn.searched_node
+
+    def get_pv(self, board: cshogi.Board) -> list[int]:
+        return self._dfpn.get_pv(board)
+
+
+_REAL_DFPN = cshogi.DfPn
+
+
+@pytest.mark.parametrize("budget", [1, 50, 400, 1500, NODES])
+def test_the_guard_spends_at_most_its_budget_over_every_move_it_tries(budget, monkeypatch) -> None:
+    """Issue 41 asked whether the guard can overrun `mate_guard_nodes`: over two moves proven lost and the
+    safe one after them, cshogi's df-pn searches add up to no more than the budget, whatever it is."""
+    tree, _ = _search({"5i5h": 6.0, "5i6h": 5.0, "4h3i": 1.0})
+    _CountingDfPn.spent = []
+    monkeypatch.setattr(cshogi, "DfPn", _CountingDfPn)
+    marked = guard_root(tree, budget)
+    assert 0 < sum(_CountingDfPn.spent) <= budget and len(_CountingDfPn.spent) >= 1 + marked
+    assert marked == {1: 0, NODES: 2}.get(budget, marked)  # one node proves nothing, the full budget both losses
+
+
+def test_a_budget_past_what_df_pn_can_count_is_refused_by_the_config() -> None:
+    """Issue 41: `search.mate_guard_nodes` took any count, and one past a C int (as `--set` or an analysis
+    override) raised OverflowError in the guard, after the search, instead of a one-line config error."""
+    from dlzero.config import DFPN_NODES_MAX, config_from_dict, config_to_dict
+    from dlzero.errors import ConfigError
+
+    raw = config_to_dict(Config())
+    raw["search"]["mate_guard_nodes"] = DFPN_NODES_MAX
+    assert config_from_dict(raw).search.mate_guard_nodes == DFPN_NODES_MAX
+    raw["search"]["mate_guard_nodes"] = DFPN_NODES_MAX + 1
+    with pytest.raises(ConfigError, match=f"mate_guard_nodes.*must be at most {DFPN_NODES_MAX}"):
+        config_from_dict(raw)
+    with pytest.raises(OverflowError):  # what such a budget did in the guard
+        cshogi.DfPn(DFPN_MAX_PLIES, 1).set_max_search_node(DFPN_NODES_MAX + 1)

@@ -259,6 +259,28 @@ def test_list_shows_each_network_without_loading_torch(shipped, none_shipped, mo
     assert proc.returncode == 0 and proc.stdout.startswith(f"no networks in {none_shipped}")
 
 
+def test_list_still_lists_when_no_network_is_the_one_default(made, shipped, capsys):
+    """Issue 41: two manifests marked default made `networks list`, the command that shows which, fail too.
+    It lists them, marked, and says why there is no default; the commands that play the default still refuse."""
+    other = "older-net"
+    for suffix in (".onnx", ".pt"):
+        shutil.copy(made / f"{NAME}{suffix}", shipped / f"{other}{suffix}")
+    manifest(shipped, other, roles=("fp32", "weights"), default=True, date="2026-11-01")
+    code, out, err = _cli(capsys, "networks", "list")
+    lines = out.splitlines()
+    assert code == 0 and err == "", err
+    assert [line.split()[:2] for line in lines[2:4]] == [["!", NAME], ["!", other]]
+    assert lines[-1] == (f"! no default network: several networks are marked default ({NAME}, {other}); mark one in "
+                         "its manifest; until then bestmove, usi, analyze, review and match need --model")
+    code, _, err = _cli(capsys, "networks", "show")  # the default network: there is none to show
+    assert code == 2 and "several networks are marked default" in err and err.count("\n") == 1
+    manifest(shipped, other, roles=("fp32", "weights"), default=False, date="2026-11-01")
+    manifest(shipped, NAME, default=False)
+    code, out, _ = _cli(capsys, "networks", "list")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[2:4]] == [NAME, other]  # none marked
+    assert out.splitlines()[-1].startswith("! no default network: no network is marked default")
+
+
 def test_show_prints_the_manifest(shipped, capsys):
     code, out, _ = _cli(capsys, "networks", "show", NAME)
     assert code == 0 and json.loads(out) == json.loads((shipped / f"{NAME}.json").read_text())

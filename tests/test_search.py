@@ -255,6 +255,51 @@ def test_every_selection_path_grows_the_same_tree(evaluator, algorithm, noise, m
         assert compiled.memory == compiled.root.size()[1]
 
 
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_a_search_in_slices_grows_the_tree_of_one_search_and_guards_it_once(algorithm, monkeypatch):
+    """Issue 41: the analysis engine cuts long searches into slices, and each slice's `Search.run` began a
+    new Gumbel root (Sequential Halving restarted on the playouts left) and ran the mate guard again.
+    Cut here at every network call, the search must grow the unsliced search's tree, node for node,
+    and the guard run once per tree."""
+    import dlzero.search.mcts as mcts
+    from dlzero.analysis import AnalysisEngine
+
+    guarded: list[Tree] = []
+    real_guard = mcts.guard_root
+    monkeypatch.setattr(mcts, "guard_root", lambda tree, nodes: guarded.append(tree) or real_guard(tree, nodes))
+
+    def analyse(sliced: bool) -> list[Tree]:
+        cfg = _cfg(algorithm=algorithm, mate_guard_nodes=2000, leaves_per_tree=4, pipeline=False)
+        engine = AnalysisEngine(_HashedPriors(), cfg, playouts=160)
+        tasks = engine.reader.game_tasks("startpos", ["7g7f", "3c3d"], [0, 2], 160)
+        # a slice ends after each step (the root checks before the first are not cut)
+        cut = (lambda: any(t.tree is not None and t.tree.playouts > 0 for t in tasks)) if sliced else None
+        pending, slices = tasks, 0
+        while pending:
+            pending, slices = engine.search(pending, lambda result: None, cut), slices + 1
+        assert (slices > 30) == sliced and all(t.searched == 160 for t in tasks)
+        return [t.tree for t in tasks]
+
+    whole = analyse(sliced=False)
+    assert len(guarded) == 2
+    guarded.clear()
+    cut = analyse(sliced=True)
+    assert len(guarded) == 2
+
+    def walk(a: Node, b: Node) -> int:
+        assert (a.moves is None) == (b.moves is None)
+        if a.moves is None:
+            return 1
+        np.testing.assert_array_equal(a.moves, b.moves)
+        np.testing.assert_array_equal(a.n, b.n)
+        np.testing.assert_array_equal(a.w, b.w)
+        return 1 + sum(walk(x, y) for x, y in zip(a.children, b.children, strict=True)
+                       if x is not None and y is not None)
+
+    for a, b in zip(whole, cut, strict=True):
+        assert walk(a.root, b.root) == a.nodes == b.nodes > 100
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 def test_batch_softmax_equals_the_one_row_softmax(compiled, monkeypatch):
     import dlzero.search.mcts as mcts

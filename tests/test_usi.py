@@ -103,6 +103,25 @@ def test_bad_input_keeps_engine_alive(model):
     assert board.is_legal(board.move_from_usi(bestmoves[2]))
 
 
+@pytest.mark.parametrize("io_encoding", [None, "utf-8:strict"], ids=["locale", "strict-reader"])
+def test_input_bytes_that_are_not_utf8_are_echoed_escaped_and_the_output_stays_utf8(model, io_encoding):
+    """Issue 41: `unknown command` echoed 0xff raw, so the output was not UTF-8 (and under a locale whose
+    stdin is strict, as PYTHONIOENCODING=utf-8:strict makes it, reading the line ended the session)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONIOENCODING", None)
+    if io_encoding:
+        env["PYTHONIOENCODING"] = io_encoding
+    commands = b"usi\nfoo\xff\xfebar\nposition sfen \xc3(\nisready\nquit\n"
+    proc = subprocess.run([sys.executable, "-m", "dlzero.cli", "usi", "--model", model, "--threads", "1"],
+                          input=commands, capture_output=True, timeout=60, env=env)
+    text = proc.stdout.decode("utf-8")  # strict: raises on any byte that is not UTF-8
+    lines = text.splitlines()
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    assert "info string unknown command: foo\\xff\\xfebar" in lines
+    assert any(line.startswith("info string error: ") and "\\xc3(" in line for line in lines), lines
+    assert lines[-1] == "readyok"
+
+
 class _Lines:
     """A thread-safe stdout stand-in that keeps the lines written."""
 

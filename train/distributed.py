@@ -10,9 +10,11 @@ has done its work leaves through `exit_rank`, not through the interpreter's tear
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -20,6 +22,8 @@ import torch
 import torch.distributed as dist
 
 from dlzero.inference.devices import resolve_device
+
+EXIT_JOIN_S = 10.0  # how long a finished rank waits, in all, for its other threads before it exits
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def joined_by_torchrun() -> bool:
     return launched_by_torchrun() and int(os.environ["WORLD_SIZE"]) > 1
 
 
-def exit_rank(code: int) -> NoReturn:
+def exit_rank(code: int, join_s: float | None = None) -> NoReturn:
     """End this rank's process with `code` after `shutdown`, skipping only the interpreter's teardown.
 
     Why: DDP keeps its gloo process group alive past `destroy_process_group()` (nothing joins the
@@ -97,14 +101,29 @@ def exit_rank(code: int) -> NoReturn:
     normal exit does before teardown is done here (other Python threads joined, exit handlers run:
     logging, temporary files; output flushed), then the process ends; what is skipped is freeing
     memory the OS takes back anyway.
+
+    The other threads get `join_s` seconds in all (default EXIT_JOIN_S): a thread that never ends
+    must not keep a rank whose work is done from exiting (torchrun would wait on it for ever).
+    Whatever a join, an exit handler or a flush raises, the process still ends here, with `code`.
     """
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()  # what teardown would run first (CPython's own entry point for it)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    join_s = EXIT_JOIN_S if join_s is None else join_s
+    try:
+        deadline = time.monotonic() + join_s
+        left = []
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join(max(0.0, deadline - time.monotonic()))
+                if thread.is_alive():
+                    left.append(thread.name)
+        if left:
+            print(f"dlzero: thread(s) {', '.join(left)} still running after {join_s:g} s; the rank exits "
+                  "without them", file=sys.stderr)
+        atexit._run_exitfuncs()  # what teardown would run first (CPython's own entry point for it)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed or broken stream must not stop the exit
+                stream.flush()
+        os._exit(code)
 
 
 def broadcast(obj: Any, info: DistInfo) -> Any:

@@ -34,7 +34,7 @@ import numpy as np
 from dlzero.config import Config, TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
-from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3
+from dlzero.data.hcpe3 import SHARD_SUFFIX, Hcpe3Game, read_hcpe3
 from dlzero.errors import ConfigError, DataError, ModelFileError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, new_model, save_model
 from dlzero.rundir import RunDir
@@ -81,28 +81,37 @@ class Labelled:
     loose: list[str]  # hcpe files whose records do not follow one another as games
 
 
+def _load_file(path: str | Path, val_lambda: float, capped: str) -> tuple[PositionBuffer, list[Hcpe3Game] | np.ndarray]:
+    """The positions of one hcpe or hcpe3 file (told apart by the `.hcpe3` suffix), validated, and what
+    they were read from: the hcpe3 file's games or the hcpe file's records."""
+    if str(path).endswith(SHARD_SUFFIX):
+        games = read_hcpe3(path)
+        return buffer_from_games(games, val_lambda, str(path), capped=capped), games
+    records = read_hcpe(path)
+    return buffer_from_hcpe(records, val_lambda, capped), records
+
+
 def load_labelled(paths: Sequence[str | Path], val_lambda: float, capped: str = "drop") -> Labelled:
     """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated, with their
     games' keys; `capped`: `train.value_of_capped_games`."""
     parts, keys, loose = [], [], []
     for path in paths:
-        if str(path).endswith(SHARD_SUFFIX):
-            games = read_hcpe3(path)
-            parts.append(buffer_from_games(games, val_lambda, str(path), capped=capped))
-            keys.append(np.repeat(game_keys(games), rows_per_game(games, capped=capped)))
+        buf, read = _load_file(path, val_lambda, capped)
+        parts.append(buf)
+        if isinstance(read, list):  # an hcpe3 file's games
+            keys.append(np.repeat(game_keys(read), rows_per_game(read, capped=capped)))
         else:
-            records = read_hcpe(path)
-            parts.append(buffer_from_hcpe(records, val_lambda, capped))
-            run_keys, runs = record_game_keys(records)
+            run_keys, runs = record_game_keys(read)
             keys.append(run_keys)
-            if len(records) >= 2 and runs > len(records) // 2:  # most "games" a record or two long
+            if len(read) >= 2 and runs > len(read) // 2:  # most "games" a record or two long
                 loose.append(str(path))
     return Labelled(PositionBuffer.concat(parts), np.concatenate(keys or [np.zeros(0, np.uint64)]), loose)
 
 
 def load_supervised(paths: Sequence[str | Path], val_lambda: float, capped: str = "drop") -> PositionBuffer:
-    """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated."""
-    return load_labelled(paths, val_lambda, capped).buf
+    """The positions of hcpe and hcpe3 files (told apart by the `.hcpe3` suffix), validated; without the
+    games' keys, which only a split by game needs (`load_labelled`)."""
+    return PositionBuffer.concat([_load_file(path, val_lambda, capped)[0] for path in paths])
 
 
 def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, PositionBuffer,
@@ -110,13 +119,14 @@ def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[P
     """(training positions, held-out positions, what was held out) of `paths`: whole games held out of them,
     or the files of `train.val_files` as the held-out set (train.holdout); held-out positions that are
     also training positions are left out."""
-    data = load_labelled(paths, train.val_lambda, train.value_of_capped_games)
-    if train.val_files:
+    if train.val_files:  # the training files' game keys are not needed
+        train_buf = load_supervised(paths, train.val_lambda, train.value_of_capped_games)
         val = load_labelled(train.val_files, train.val_lambda, train.value_of_capped_games)
-        train_buf, hold_buf, loose = data.buf, val.buf, []
+        hold_buf, loose = val.buf, []
         games = held_games = len(np.unique(val.keys))
         source = ", ".join(train.val_files)
     else:
+        data = load_labelled(paths, train.val_lambda, train.value_of_capped_games)
         split = split_games(data.keys, train.holdout_fraction, train.seed)
         train_buf, hold_buf = data.buf.subset(np.flatnonzero(~split.held)), data.buf.subset(np.flatnonzero(split.held))
         games, held_games, source, loose = split.games, split.held_games, "by game", data.loose

@@ -45,6 +45,24 @@ def add_inference_args(p: argparse.ArgumentParser, backend: bool = True) -> None
     p.add_argument("--threads", type=int, help="compute threads per process (inference.threads)")
 
 
+def error_status(command: str, exc: BaseException) -> int | None:
+    """Print the one line that ends `dlzero <command>` for `exc` and return its exit status: 2 for bad
+    input (DlzeroError) and for a disk that refuses a write (ENOSPC, EDQUOT, EROFS), 130 for ^C; None for
+    anything else, a bug, whose traceback is its report. `dlzero.cli` reports every command's errors so;
+    a torchrun rank reports its own, since it must end through `dlzero.train.distributed.exit_rank`."""
+    from dlzero.data.hcpe3 import storage_error
+    from dlzero.errors import DlzeroError
+
+    if isinstance(exc, KeyboardInterrupt):
+        print(f"dlzero {command}: interrupted", file=sys.stderr)
+        return 130
+    error = exc if isinstance(exc, DlzeroError) else storage_error(exc)
+    if error is None:
+        return None
+    print(f"dlzero {command}: error: {error}", file=sys.stderr)
+    return 2
+
+
 def overrides(args: argparse.Namespace, keys: dict[str, str] | None = None) -> list[str]:
     """`--set` overrides followed by those implied by flags the user actually gave."""
     out = list(getattr(args, "set", []) or [])

@@ -36,15 +36,21 @@ def _list(networks: list[Network]) -> None:
     if not networks:
         print(f"no networks in {networks_dir()} (docs/networks.md says how to add one)")
         return
-    default = default_network(networks)
+    try:
+        default, problem = default_network(networks), None
+    except NetworkError as exc:  # `list` is how one finds out which: it lists; the commands that play it refuse
+        default, problem = None, str(exc)
     rows = [("", "NAME", "DATE", "ARCH", "SIZE", "STRENGTH")]
-    rows += [("*" if net is default else "", net.name, net.date.isoformat(), net.arch, _megabytes(net.size),
-              net.headline()) for net in networks]
+    rows += [("*" if net is default else "!" if problem and net.default else "", net.name, net.date.isoformat(),
+              net.arch, _megabytes(net.size), net.headline()) for net in networks]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     print(f"networks in {networks_dir()}:")
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
-    print("* the default network: bestmove, usi, analyze, review and match play it when given no model")
+    if problem is None:
+        print("* the default network: bestmove, usi, analyze, review and match play it when given no model")
+    else:
+        print(f"! no default network: {problem}; until then bestmove, usi, analyze, review and match need --model")
 
 
 def _onnx_config(net: Network, role: str) -> tuple[ModelConfig, str]:

@@ -31,9 +31,10 @@ import argparse
 import contextlib
 import os
 import sys
+import traceback
 from typing import TYPE_CHECKING
 
-from dlzero.commands.common import add_config_args, config_from_args, run_from_args
+from dlzero.commands.common import add_config_args, config_from_args, error_status, run_from_args
 
 if TYPE_CHECKING:
     from dlzero.rundir import RunDir
@@ -89,10 +90,22 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--minutes and --steps both say how long to train: give one")
     # one trainer per run (rank 0 of a torchrun, the rank that writes); --hcpe writes no run
     writes_run = args.run and (not distributed.launched_by_torchrun() or os.environ["RANK"] == "0")
-    with hold(args.run, ("train",)) if writes_run else contextlib.nullcontext():
-        code = _train(args)
-    if distributed.joined_by_torchrun():
-        distributed.exit_rank(code)  # not through teardown, where gloo's threads can abort a finished rank
+    torchrun = distributed.joined_by_torchrun()
+    code = 1  # a rank's status after a bug (its traceback printed)
+    try:
+        with hold(args.run, ("train",)) if writes_run else contextlib.nullcontext():
+            code = _train(args)
+    except (Exception, KeyboardInterrupt) as exc:
+        if not torchrun:
+            raise  # `dlzero.cli` reports it
+        status = error_status("train", exc)
+        if status is None:
+            traceback.print_exc()
+        else:
+            code = status
+    finally:
+        if torchrun:  # on every path: not through teardown, where gloo's threads can abort a finished rank
+            distributed.exit_rank(code)
     return code
 
 

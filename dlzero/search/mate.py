@@ -29,12 +29,12 @@ from pathlib import Path
 
 import cshogi
 
+from dlzero.config import DFPN_NODES_MAX
 from dlzero.position import start_position
 
 __all__ = ["DFPN_NODES_MAX", "MateSolver"]
 
 log = logging.getLogger(__name__)
-DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int
 POLL_S = 0.01  # how often a waiting search looks at `stop`
 # runpy runs the helper by its path without putting dlzero/search on sys.path (its select.py would
 # shadow the standard library's there)

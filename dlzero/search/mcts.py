@@ -185,7 +185,8 @@ class Search:
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
-            should_stop: Callable[[], bool] | None = None, on_step: Callable[[], None] | None = None) -> None:
+            should_stop: Callable[[], bool] | None = None, on_step: Callable[[], None] | None = None,
+            resume: bool = False, guard: bool = True) -> None:
         """Search every tree until it has done its playouts (or `should_stop()` says so).
 
         `leaves_per_tree` (how many leaves each tree adds to one network call) defaults to the
@@ -195,11 +196,17 @@ class Search:
         as collisions until it returns). `eval_streams` batches may be in flight at once: on a
         CPU, several single-threaded network calls side by side use the cores better than one
         call split over them.
+
+        A search cut into slices (the analysis engine's) calls `run` once a slice: with `resume` the
+        trees go on with the search they began (`playouts`: those left), so each keeps its Gumbel
+        root instead of restarting Sequential Halving on what is left; with `guard` off the mate
+        guard waits for the last slice (`guard_roots`), as it would run once on an unsliced search.
         """
         targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
         for tree, target in zip(trees, targets, strict=True):
             tree.playouts, tree.target, tree.collisions, tree.inflight = 0, target, 0, 0
-            tree.gumbel = None
+            if not resume:
+                tree.gumbel = None
             self.start_gumbel(tree)  # a reused root is already expanded; a new one starts in `_expand`
         per_tree = leaves_per_tree or self.cfg.leaves_per_tree
         capacity = len(trees) * per_tree
@@ -216,10 +223,15 @@ class Search:
         start = time.perf_counter()
         with quick_gil_handoff() if streams else contextlib.nullcontext():
             self._loop(trees, per_tree, streams, buffers, should_stop, on_step)
+        if guard:
+            self.guard_roots(trees)
+        self.stats.total_seconds += time.perf_counter() - start
+
+    def guard_roots(self, trees: Sequence[Tree]) -> None:
+        """The mate guard (`search.mate_guard_nodes`; off at 0) on each tree's searched root."""
         if self.cfg.mate_guard_nodes:
             for tree in trees:
                 self.stats.guarded += guard_root(tree, self.cfg.mate_guard_nodes)
-        self.stats.total_seconds += time.perf_counter() - start
 
     def _loop(self, trees: Sequence[Tree], per_tree: int, streams: int, buffers: list[np.ndarray],
               should_stop: Callable[[], bool] | None, on_step: Callable[[], None] | None) -> None:

@@ -97,6 +97,7 @@ class UsiEngine:
 
     # -- I/O ------------------------------------------------------------------------------------
     def send(self, line: str) -> None:
+        line = utf8_text(line)
         with self._out_lock:
             self._out.write(line + "\n")
             self._out.flush()
@@ -483,6 +484,16 @@ def _continuation(player: Player, move: int) -> list[str]:
     return out
 
 
+def utf8_text(text: str) -> str:
+    """`text` with nothing a UTF-8 encoder refuses: input bytes that were not UTF-8 (read as
+    surrogate escapes, and echoed in `unknown command` and error lines) shown as `\\xff`, any
+    other lone surrogate as `\\ud800`. A GUI decoding our output as UTF-8 must never fail on it."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no input byte stands for
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _load_evaluator(path: str, cfg: Config) -> Evaluator:
     """Load and warm up the network, so the first `go` does not pay for graph tracing."""
     import numpy as np
@@ -503,6 +514,10 @@ def main(cfg: Config, model_path: str | None = None) -> NoReturn:
     Every USI line is already flushed; the logs are flushed here.
     """
     out = sys.stdout
+    # USI is UTF-8 text whatever the locale: bytes that are not UTF-8 are read as surrogate escapes
+    # (a strict reader would end the session on them) and `send` writes them escaped
+    out.reconfigure(encoding="utf-8")
+    sys.stdin.reconfigure(encoding="utf-8", errors="surrogateescape")
     sys.stdout = sys.stderr
     try:
         UsiEngine(cfg, model_path, out).run(sys.stdin)
