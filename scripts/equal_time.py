@@ -11,6 +11,15 @@ from the rating suite (configs/openings/rating.txt, which no teacher or self-pla
 kept in WORK as `dlzero rate` batches, so a rerun tops a pairing up to `--games` and plays nothing else.
 Prints each pairing's W-D-L and score with its 95 % Wilson interval, and the CPU's flags; with `--csv`, sets
 the rows of this network in that file (`network, opponent, time_control, wins, draws, losses`).
+
+`--sprt ELO0,ELO1` makes each pairing the match fixed in advance that decides whether a candidate replaces the
+shipped network: games come `--step` at a time and stop once Wald's SPRT (independent games, `--alpha`,
+`--beta`) accepts or rejects; at `--games` without a decision it is truncated and decided by the sign of the
+LLR (positive: H1). The verdict line says which of the three ended it.
+
+    DLZERO_NETWORKS_DIR=staging python scripts/equal_time.py --network CANDIDATE \
+        --opponents "usi:dlzero usi --model SHIPPED;Threads=1;EvalStreams=1;byoyomi=1000" \
+        --sprt 0,50 --games 40 --step 10
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from dlzero.config import load_config, parse_anchor  # noqa: E402
 from dlzero.cpu import cpu_flags  # noqa: E402
 from dlzero.gating.elo_fit import score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
+from dlzero.gating.sprt import sprt_decision  # noqa: E402
 from dlzero.networks import default_network, find_network, load_networks  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
@@ -59,6 +69,21 @@ def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int]:
     return w, d, lo
 
 
+def sprt_verdict(w: int, d: int, lo: int, bounds: tuple[float, float], alpha: float, beta: float,
+                 final: bool) -> str | None:
+    """The pre-fixed match's verdict on `me` (H1: at least ELO1 stronger; H0: at most ELO0), or None to play on.
+    `final`: the game cap is reached, so an undecided test is truncated and decided by the LLR's sign."""
+    decision, value, (low, high) = sprt_decision(w, d, lo, bounds[0], bounds[1], alpha, beta)
+    if decision == "accept":
+        return f"H1 accepted (LLR {value:.2f} >= {high:.2f}): replace"
+    if decision == "reject":
+        return f"H0 accepted (LLR {value:.2f} <= {low:.2f}): keep the shipped network"
+    if final:
+        return (f"truncated at {w + d + lo} games, LLR {value:.2f} in ({low:.2f}, {high:.2f}): "
+                + ("positive, replace" if value > 0 else "not positive, keep the shipped network"))
+    return None
+
+
 def write_rows(path: Path, network: str, rows: list[dict]) -> None:
     """Replace `network`'s rows of `path` (other networks' rows are kept)."""
     kept = []
@@ -82,7 +107,20 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2, help="games played at once")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "equal-time", help="where the games are kept")
     parser.add_argument("--csv", type=Path, help="set this network's rows in this CSV")
+    parser.add_argument("--sprt", metavar="ELO0,ELO1", help="stop each pairing by SPRT at these Elo bounds")
+    parser.add_argument("--alpha", type=float, default=0.1, help="SPRT's false-H1 rate")
+    parser.add_argument("--beta", type=float, default=0.1, help="SPRT's false-H0 rate")
+    parser.add_argument("--step", type=int, default=10, help="with --sprt: games between looks (even)")
     args = parser.parse_args()
+    bounds = None
+    if args.sprt:
+        try:
+            elo0, elo1 = (float(x) for x in args.sprt.split(","))
+        except ValueError:
+            sys.exit(f"equal_time.py: --sprt wants ELO0,ELO1, not {args.sprt!r}")
+        if not elo0 < elo1 or args.step < 2 or args.step % 2:
+            sys.exit("equal_time.py: --sprt wants ELO0 < ELO1 and an even --step >= 2")
+        bounds = (elo0, elo1)
     networks = load_networks()
     net = default_network(networks) if args.network == "default" else find_network(args.network, networks)
     if net is None:
@@ -100,9 +138,16 @@ def main() -> None:
     control = f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1"
     rows = []
     for opponent in opponents:
-        one = dataclasses.replace(cfg, rate=dataclasses.replace(cfg.rate, anchors=[opponent, me]))
-        rate(rd, one, [], progress=sys.stderr.isatty())
-        w, d, lo = tally(rd, me, opponent)
+        targets = range(args.step, args.games + args.step, args.step) if bounds else [args.games]
+        for target in targets:
+            target = min(target, args.games)
+            one = dataclasses.replace(cfg, rate=dataclasses.replace(cfg.rate, anchors=[opponent, me], games=target))
+            rate(rd, one, [], progress=sys.stderr.isatty())
+            w, d, lo = tally(rd, me, opponent)
+            if bounds and (verdict := sprt_verdict(w, d, lo, bounds, args.alpha, args.beta, target >= args.games)):
+                print(f"{net.name} vs {opponent}: SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, "
+                      f"beta {args.beta:g}): {verdict}", flush=True)
+                break
         s, low, high = score_interval(w, d, lo)
         print(f"{net.name} vs {opponent}: {w}-{d}-{lo}, score {s:.3f} [{low:.3f}, {high:.3f}]", flush=True)
         rows.append({"network": net.name, "opponent": opponent, "time_control": control,
