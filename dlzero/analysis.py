@@ -88,7 +88,7 @@ DISCARD_CHUNK = 1 << 16  # what an over-long line is read (and dropped) in
 def analysis_of(tree: Tree, elapsed: float, playouts: int | None = None) -> Analysis:
     """Analysis of a searched tree (no resignation: an analysis reports the best move); `playouts`:
     those of all its searches, when it was searched in slices (default: the last search's)."""
-    playouts = tree.playouts if playouts is None else playouts
+    playouts = tree.playouts_done if playouts is None else playouts
     stats = move_stats(tree)
     if not stats:
         return Analysis(bestmove="resign", nodes=tree.nodes)
@@ -193,11 +193,12 @@ def _player(board: cshogi.Board) -> str:
 class AnalysisEngine:
     """Searches tasks with one Evaluator; Search objects (and their caches) are kept per search config."""
 
-    def __init__(self, evaluator: Evaluator, cfg: Config, playouts: int = 800) -> None:
+    def __init__(self, evaluator: Evaluator, cfg: Config, playouts: int | None = None) -> None:
+        """`playouts`: those of a query that names none (default `search.playouts`)."""
         self.evaluator = evaluator
         self.cfg = cfg
-        self.playouts = playouts
-        self.reader = QueryReader(cfg, playouts)
+        self.playouts = cfg.search.playouts if playouts is None else playouts
+        self.reader = QueryReader(cfg, self.playouts)
         self._searches: dict[str, Search] = {}
         self._clear_cache = threading.Event()
         self._mate = MateSolver()  # deep root mate searches (`search.root_mate_depth` over 7), in a helper process
@@ -330,11 +331,11 @@ class AnalysisEngine:
             self._maybe_clear_cache()
             now = time.perf_counter()
             for task, tree in zip(tasks, trees, strict=True):
-                if task.terminated and tree.target > tree.playouts:
-                    tree.target = tree.playouts  # the tree leaves the search at this step
+                if task.terminated and tree.playouts_wanted > tree.playouts_done:
+                    tree.playouts_wanted = tree.playouts_done  # the tree leaves the search at this step
                 if task.report_every and not tree.done and now - task.reported >= task.report_every:
                     task.reported = now
-                    emit(self._result(task, tree.playouts, now - start, True))
+                    emit(self._result(task, tree.playouts_done, now - start, True))
 
         def slice_ends() -> bool:
             return any(tree.done or search.tree_full(tree) for tree in trees) or should_yield()
@@ -345,7 +346,7 @@ class AnalysisEngine:
         elapsed = time.perf_counter() - start
         paused = []
         for task, tree in zip(tasks, trees, strict=True):
-            task.searched += tree.playouts
+            task.searched += tree.playouts_done
             task.seconds += elapsed
             if task.terminated or task.searched >= task.playouts or search.tree_full(tree) or not sliced:
                 if sliced and not task.terminated:  # its last slice: the guard's one run, as unsliced

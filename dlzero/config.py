@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -23,8 +22,10 @@ from typing import Any
 
 import yaml
 
+from dlzero.anchor_names import parse_anchor
 from dlzero.errors import ConfigError
 from dlzero.game_end import DECLARATION_RULES
+from dlzero.gate_modes import GATE_MODES, gate_interval
 
 Check = Callable[[Any], str | None]
 logger = logging.getLogger(__name__)
@@ -56,26 +57,11 @@ def _one_of(*options: str) -> Check:
     return check
 
 
-def gate_interval(mode: str) -> int | None:
-    """`gate.mode` as the gap between gated generations: sprt 1, every-N N, off None (never).
-
-    Raises ValueError for anything else (the config check turns it into a clear message).
-    """
-    if mode == "sprt":
-        return 1
-    if mode == "off":
-        return None
-    prefix, _, n = mode.partition("-")
-    if prefix == "every" and n.isdigit() and int(n) > 0:
-        return int(n)
-    raise ValueError(mode)
-
-
 def _gate_mode(v: Any) -> str | None:
     try:
         gate_interval(v)
     except ValueError:
-        return "must be sprt, off or every-N (N a positive whole number, e.g. every-4)"
+        return f"must be {GATE_MODES}"
     return None
 
 
@@ -110,115 +96,6 @@ def _block_indices(v: Any) -> str | None:
     ok = all((isinstance(i, int) and not isinstance(i, bool) and i >= 0) or (isinstance(i, str) and i.isdigit())
              for i in v)
     return None if ok else "must be a list of block indices (0 = the first block), e.g. [2, 4]"
-
-
-ENGINE_KINDS = ("gpsshogi", "fairy-stockfish", "usi")
-_LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
-# per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
-_ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi"), "fairy-stockfish": ("skill", "byoyomi", "nodes"), "usi": _LIMITS}
-ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, miniosl:sample=N, gpsshogi:depth=D[:byoyomi=MS], "
-                "fairy-stockfish:skill=S:byoyomi=MS (or :nodes=N), usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS "
-                "(or nodes=N, depth=N)")
-
-
-@dataclass(frozen=True)
-class AnchorName:
-    """A `rate.anchors` entry taken apart by `parse_anchor`.
-
-    `kind`: random, alphabeta, gen, miniosl, or an engine (`ENGINE_KINDS`). `value`: the N of
-    alphabeta:N, gen-NNNN and miniosl:sample=N, the command line of usi:COMMAND. `settings`: an
-    engine's whole-number keys (depth, skill, and the `go` limits byoyomi, nodes, depth) in the order
-    its name lists them; `options`: a usi: anchor's USI options, as written. The name is what ratings
-    files and CSVs key on, so it has one spelling: `canonical()` writes it back, and `parse_anchor`
-    refuses any other spelling.
-    """
-
-    kind: str
-    value: str = ""
-    settings: tuple[tuple[str, int], ...] = ()
-    options: tuple[tuple[str, str], ...] = ()
-
-    def setting(self, key: str) -> int | None:
-        return dict(self.settings).get(key)
-
-    def canonical(self) -> str:
-        if self.kind == "random":
-            return "random"
-        if self.kind == "gen":
-            return f"gen-{self.value}"
-        if self.kind == "miniosl":
-            return f"miniosl:sample={self.value}"
-        fields = [f"{k}={v}" for k, v in self.options] + [f"{k}={v}" for k, v in self.settings]
-        if self.kind == "usi":  # `;` as in a teacher's usi:COMMAND;Key=value: a command line may hold ':'
-            return ";".join([f"usi:{self.value}", *fields])
-        return ":".join([self.kind, *fields])
-
-
-def parse_anchor(name: str) -> AnchorName:
-    """`name` (a `rate.anchors` entry, see `ANCHOR_FORMS`) taken apart; ValueError says what is wrong.
-
-    Named engines separate their keys with `:`; `usi:` takes a command line (arguments allowed) and
-    separates its keys with `;`, as the teachers' `usi:COMMAND;Key=value` specs do, so the same text
-    names an engine in both places (limits aside). Ranges are the engines' own: GPS Shogi's LimitDepth
-    4..10, Fairy-Stockfish's Skill Level -20..20. A named engine needs its strength and a fixed limit
-    (fairy-stockfish exactly one of byoyomi and nodes; gpsshogi stops at its depth, byoyomi only caps
-    it), a usi: engine at least one limit, so that the name alone defines the player.
-    """
-    if name == "random":
-        return AnchorName("random")
-    if m := re.fullmatch(r"alphabeta:([1-9]\d*)", name):
-        return AnchorName("alphabeta", m.group(1))
-    if m := re.fullmatch(r"gen-(\d{4,})", name):
-        return AnchorName("gen", m.group(1))
-    if m := re.fullmatch(r"miniosl:sample=(0|[1-9]\d*)", name):
-        return AnchorName("miniosl", m.group(1))
-    kind, _, rest = name.partition(":")
-    if kind not in ENGINE_KINDS or not rest:
-        raise ValueError(f"'{name}' is not an anchor (one of: {ANCHOR_FORMS})")
-    fields = rest.split(";" if kind == "usi" else ":")
-    value = ""
-    if kind == "usi":
-        value, fields = fields[0], fields[1:]
-        if not value.strip() or value != value.strip():
-            raise ValueError(f"'{name}': usi: is followed by the engine's command (e.g. "
-                             "usi:/opt/yane/run;Threads=1;byoyomi=1000)")
-    allowed = _ENGINE_KEYS[kind]
-    numbers: dict[str, int] = {}
-    options: dict[str, str] = {}
-    for part in fields:
-        key, sep, text = part.partition("=")
-        if not sep or not key or not text:
-            raise ValueError(f"'{name}': '{part}' is not KEY=VALUE")
-        if key in numbers or key in options:
-            raise ValueError(f"'{name}': {key} is given twice")
-        if key not in allowed and kind != "usi":
-            raise ValueError(f"'{name}': {kind} takes {', '.join(allowed)}, not '{key}'")
-        if key not in allowed:
-            options[key] = text
-            continue
-        try:
-            numbers[key] = int(text)
-        except ValueError:
-            raise ValueError(f"'{name}': {key} must be a whole number, not '{text}'") from None
-    limits = [k for k in _LIMITS if k in numbers and (kind != "gpsshogi" or k != "depth")]
-    bad = [k for k in limits if numbers[k] < 1]
-    if bad:
-        raise ValueError(f"'{name}': {bad[0]} must be >= 1")
-    if kind == "gpsshogi" and not 4 <= numbers.get("depth", 0) <= 10:
-        raise ValueError(f"'{name}': gpsshogi needs depth=D with D from 4 to 10 (its LimitDepth)")
-    if kind == "fairy-stockfish":
-        if "skill" not in numbers or not -20 <= numbers["skill"] <= 20:
-            raise ValueError(f"'{name}': fairy-stockfish needs skill=S with S from -20 to 20 (its Skill Level)")
-        if len(limits) != 1:
-            raise ValueError(f"'{name}': fairy-stockfish needs exactly one of byoyomi=MS and nodes=N")
-    if kind == "usi" and not limits:
-        raise ValueError(f"'{name}': a usi: engine needs a limit: byoyomi=MS, nodes=N or depth=N")
-    parsed = AnchorName(kind, value, tuple((k, numbers[k]) for k in allowed if k in numbers),
-                        tuple(options.items()))
-    if parsed.canonical() != name:
-        raise ValueError(f"'{name}': write it as '{parsed.canonical()}' (one spelling per player: rating "
-                         f"files and CSVs go by the name)")
-    return parsed
 
 
 def _anchor_list(v: Any) -> str | None:
@@ -331,6 +208,9 @@ class SearchConfig:
 
     leaves_per_tree: int = _field(64, _positive, "leaves one tree adds to each network call, kept apart by virtual "
                                   "loss (engine, analysis, bench search); was search.batch_size")
+    playouts: int = _field(800, _positive, "playouts of a search of one position that sets no limit of its own: "
+                           "dlzero bestmove and dlzero analyze (their --playouts), the Python Engine, and a USI "
+                           "`go` with no clock, no nodes and usi.playouts 0")
     # The PUCT constants and the temperature are also USI spins under dlshogi's names (C_init, C_base,
     # C_fpu_reduction, the _root variants, Softmax_Temperature; hundredths where fractional), so a
     # tuner such as shogiarena's SPSA can move them: docs/usi-options.md.
@@ -755,6 +635,13 @@ def _rename_old_keys(data: dict) -> dict:
 def config_from_dict(data: dict | None) -> Config:
     """Build and validate a `Config` from plain data (e.g. a parsed YAML file)."""
     return _build(Config, _rename_old_keys(data or {}), "")
+
+
+def model_config_from_dict(data: Any) -> ModelConfig:
+    """The `model` section as a file stored it (a model file, the trainer's resume file), checked key by
+    key as a loaded config is; keys added since it was written take their defaults. ConfigError says
+    what does not fit."""
+    return _build(ModelConfig, data, "model")
 
 
 def _one_line(exc: Exception) -> str:

@@ -258,7 +258,7 @@ def _check_best(rd: RunDir, report: Report) -> None:
 
 
 def _check_trainer(rd: RunDir, report: Report, cfg: Config) -> None:
-    from dlzero.train.checkpoint import load_checkpoint
+    from dlzero.train.train_state import load_checkpoint
 
     path = rd.train_dir / CHECKPOINT_NAME
     if not path.is_file():

@@ -46,8 +46,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dlzero.config import Config, gate_interval
+from dlzero.config import Config
 from dlzero.errors import RunDirError
+from dlzero.gate_modes import gate_interval
 from dlzero.progress.timeline import Timeline
 from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import LOOP_STATE
@@ -168,8 +169,7 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
             line = finished
         elif gate_due(cfg.gate.mode, state.candidate):
             with timeline.phase("gate", state.candidate):
-                gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False,
-                                        parallel=cfg.gate.games_in_parallel)
+                gate = gate_and_promote(rd, cfg, state.candidate, progress=progress, report=False)
             verdict = "promoted" if gate.promoted else "kept best"
             line = (f"candidate gen {state.candidate} vs best gen {best.generation}: "
                     f"{gate.wins}-{gate.draws}-{gate.losses}, score {gate.score:.3f}, Elo {gate.elo:+.0f} "

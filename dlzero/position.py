@@ -191,9 +191,17 @@ def position_string(board: cshogi.Board, start_sfen: str | None = None) -> str:
     return head + (" moves " + " ".join(moves) if moves else "")
 
 
-def start_position(board: cshogi.Board) -> str:
-    """SFEN of the position `board`'s history starts from (the board itself is left as it was)."""
+def start_board(board: cshogi.Board) -> cshogi.Board:
+    """A new board at the position `board`'s history starts from (the board itself is left as it was).
+
+    The one walk back to a game's first position: engines are sent it with the moves since, records
+    are stored from it, and opening suites compare lines by the positions along them."""
     first = board.copy()
     for _ in range(len(board.history)):
         first.pop()
-    return first.sfen()
+    return first
+
+
+def start_position(board: cshogi.Board) -> str:
+    """SFEN of the position `board`'s history starts from (the board itself is left as it was)."""
+    return start_board(board).sfen()

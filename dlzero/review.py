@@ -11,7 +11,6 @@ play).
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from tqdm import tqdm
 
 from dlzero.analysis import AnalysisEngine
 from dlzero.data.annotated_kif import PositionNote, write_annotated_kif
-from dlzero.data.atomic import atomic_write_bytes
+from dlzero.data.atomic import atomic_write_png
 from dlzero.data.records import KifuGame
 
 
@@ -129,10 +128,7 @@ def plot_review(review: GameReview, path: str | os.PathLike[str], title: str = "
     ax.set_title(title.encode("ascii", "replace").decode("ascii"))  # the default font has no kana
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_png(path, fig)
 
 
 def review_game(engine: AnalysisEngine, game: KifuGame, playouts: int, per_batch: int, threshold: float,

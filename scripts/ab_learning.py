@@ -312,7 +312,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
     from dlzero.data.atomic import atomic_write_text
     from dlzero.gating.anchors import model_generation
     from dlzero.gating.arena import play_match
-    from dlzero.gating.rating import Batch, load_batch_folder, rating_suite, stored_game
+    from dlzero.gating.rating import RatingBatch, load_batch_folder, rating_suite, stored_game
     from dlzero.inference import load_model
     from dlzero.rundir import RunDir
 
@@ -340,7 +340,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
             continue
         print(f"{dt.datetime.now():%H:%M:%S} {a} vs {b}: {games - start} games", flush=True)
         path = folder / f"{a}--{b}--{start:05d}.json".replace("/", "_")
-        batch = Batch((a, b), settings)
+        batch = RatingBatch((a, b), settings)
 
         def on_game(game, result, a=a, b=b, batch=batch, path=path) -> None:
             batch.games.append(stored_game(game, a, b))
@@ -456,7 +456,7 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str] | None,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dlzero.data.atomic import atomic_write_bytes, atomic_write_text
+    from dlzero.data.atomic import atomic_write_png, atomic_write_text
     from dlzero.rundir import RunDir
 
     ratings = _fit_all(root, anchors, playouts, ladder).by_player()
@@ -516,10 +516,7 @@ def report(root: Path, out: Path, marks: list[float], anchors: list[str] | None,
     ax.set_title(f"{title}, anchored (CPU: {', '.join(sorted(cpus))})", fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(out.with_suffix(".png"), png.getvalue())
+    atomic_write_png(out.with_suffix(".png"), fig)
     print(f"wrote {out.with_suffix('.csv')} (wins, draws, losses), {out.name}-elo.csv and {out.with_suffix('.png')}")
 
 

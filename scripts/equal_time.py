@@ -34,8 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dlzero.anchor_names import parse_anchor  # noqa: E402
 from dlzero.commands.common import resolve_config_path  # noqa: E402
-from dlzero.config import load_config, parse_anchor  # noqa: E402
+from dlzero.config import load_config  # noqa: E402
 from dlzero.cpu import cpu_flags  # noqa: E402
 from dlzero.gating.elo_fit import score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402

@@ -44,13 +44,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dlzero.anchor_names import parse_anchor  # noqa: E402
 from dlzero.commands.common import resolve_config_path  # noqa: E402
-from dlzero.config import load_config, parse_anchor  # noqa: E402
+from dlzero.config import load_config  # noqa: E402
 from dlzero.data.atomic import atomic_write_text  # noqa: E402
 from dlzero.gating.anchors import RANDOM, engine_anchor, is_engine  # noqa: E402
 from dlzero.gating.elo_fit import GameResult, fit_connected, score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
-from dlzero.play.usi_client import UsiEngineError  # noqa: E402
+from dlzero.play.usi_client import UsiClientError  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 FS = "fairy-stockfish:skill={}:byoyomi={}"
@@ -105,7 +106,7 @@ def engine_versions(rungs: list[str]) -> dict[str, str]:
         try:
             opponent.engine.start()
             out[name] = opponent.engine.id_name
-        except UsiEngineError as exc:
+        except UsiClientError as exc:
             out[name] = f"? ({exc})"
         finally:
             opponent.close()

@@ -70,7 +70,7 @@ def main() -> None:
     start = time.perf_counter_ns()
     search.run([tree], args.playouts)
     total = time.perf_counter_ns() - start
-    n = tree.playouts
+    n = tree.playouts_done
     print(f"compiled tree: {mcts.COMPILED_SELECT}, compiled planes: {features.COMPILED_PLANES}, "
           f"{n} simulations, {tree.nodes} nodes")
     print(f"{'total':24s} {total / n / 1e3:7.1f} us/simulation")

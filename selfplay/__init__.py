@@ -6,7 +6,7 @@ Only the wiring layer (`dlzero.commands`, `dlzero.loop`, `dlzero.bench`) imports
 `tests/test_layers.py` checks it.
 """
 
-from dlzero.selfplay.games import FinishedGame, PlayStats, ResignController, SelfPlayGame, play_games
+from dlzero.selfplay.games import FinishedGame, PlayStats, ResignController, SelfPlayGame, play_selfplay_games
 from dlzero.selfplay.parent import SelfplaySummary
 from dlzero.selfplay.session import run_selfplay
 
@@ -16,6 +16,6 @@ __all__ = [
     "ResignController",
     "SelfPlayGame",
     "SelfplaySummary",
-    "play_games",
+    "play_selfplay_games",
     "run_selfplay",
 ]

@@ -107,7 +107,7 @@ class SelfPlayGame(Game):
 
 @dataclass
 class PlayStats:
-    """What `play_games` did: for benchmarks and progress lines."""
+    """What `play_selfplay_games` did: for benchmarks and progress lines."""
 
     steps: int = 0
     moves: int = 0
@@ -242,7 +242,7 @@ class SelfPlayer(SearchPlayer):
         tree.noise = game.full and sp.noise
         if tree.noise:
             self.search.add_root_noise(tree)  # a reused root is already expanded
-        return sp.playouts if game.full else sp.cheap_playouts
+        return self.playouts if game.full else sp.cheap_playouts  # self.playouts: selfplay.playouts
 
     def pick(self, game: SelfPlayGame, tree: Tree) -> int | None:
         """Resign, or record the chosen move with its eval and (full search) its policy target."""
@@ -261,10 +261,12 @@ class SelfPlayer(SearchPlayer):
         return move
 
 
-def play_games(evaluator: Evaluator, cfg: Config, n_games: int, on_game_done: Callable[[FinishedGame], None],
-               rng: np.random.Generator, *, resign_threshold: Callable[[], float] | None = None,
-               refresh: Callable[[], Evaluator | None] | None = None, max_steps: int | None = None,
-               should_stop: Callable[[], bool] | None = None) -> PlayStats:
+def play_selfplay_games(evaluator: Evaluator, cfg: Config, n_games: int,
+                        on_game_done: Callable[[FinishedGame], None], rng: np.random.Generator, *,
+                        resign_threshold: Callable[[], float] | None = None,
+                        refresh: Callable[[], Evaluator | None] | None = None, max_steps: int | None = None,
+                        should_stop: Callable[[], bool] | None = None) -> PlayStats:
+
     """Play `n_games` games, `games_in_parallel` at a time in lockstep; returns what was done.
 
     `on_game_done` gets each finished game. `resign_threshold()` gives the current threshold

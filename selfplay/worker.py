@@ -1,6 +1,6 @@
 """What runs inside a self-play worker process (spawned locally, or a Ray task).
 
-Each worker loads the run's best model, plays its share of games (`play_games`, G in lockstep) and
+Each worker loads the run's best model, plays its share of games (`play_selfplay_games`, G in lockstep) and
 writes them with `ShardWriter` into `data/gen-XXXX/` of the generation that played them. Between
 games it re-reads `models/best.json` (and the resign threshold) at most every `check_interval`
 seconds and switches to a newly promoted model, starting a new shard in that generation's folder.
@@ -42,7 +42,7 @@ from dlzero.inference.remote import RemoteEvaluator
 from dlzero.inference.server import ServerAddress
 from dlzero.rundir import RunDir
 from dlzero.runfiles import SELFPLAY_STATE
-from dlzero.selfplay.games import FinishedGame, ResignController, play_games
+from dlzero.selfplay.games import FinishedGame, ResignController, play_selfplay_games
 
 EXIT_STORAGE = 74  # sysexits' EX_IOERR: what a worker process exits with when the disk refuses its shards
 
@@ -171,8 +171,9 @@ class Worker:
             evaluator = self._load(best.generation)
         self.last_check = time.monotonic()
         try:
-            stats = play_games(evaluator, self.cfg, n_games, self._on_game, self.rng,
-                               resign_threshold=lambda: self.threshold, refresh=self._refresh)
+            stats = play_selfplay_games(evaluator, self.cfg, n_games, self._on_game, self.rng,
+                                        resign_threshold=lambda: self.threshold, refresh=self._refresh)
+
         finally:
             self._close_writer()
             if self.remote is not None:

@@ -53,6 +53,13 @@ def test_batch_answers_with_errors():
                                "moveInfos", "rootInfo", "turnNumber", "isDuringSearch"}
 
 
+def test_a_query_without_playouts_takes_search_playouts():
+    cfg = Config()
+    cfg.search.playouts = 30
+    [answer] = AnalysisEngine(NullEvaluator(), cfg).answer([json.dumps({"id": "a", "position": "startpos"})])
+    assert answer["playouts"] == 30
+
+
 def test_one_network_call_per_step_across_queries():
     class Counting(NullEvaluator):
         calls = 0
@@ -132,7 +139,7 @@ def test_partial_answers_keep_their_interval_across_slices(monkeypatch):
                                                  "reportDuringSearchEvery": 1.0,
                                                  "overrides": {"search.leaves_per_tree": 4}})).tasks
         times: list[float] = []
-        cut = (lambda: task.tree is not None and task.tree.playouts > 0) if sliced else None
+        cut = (lambda: task.tree is not None and task.tree.playouts_done > 0) if sliced else None
         pending = [task]
         while pending:
             pending = engine.search(pending, lambda result: result.during and times.append(clock[0]), cut)

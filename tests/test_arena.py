@@ -7,6 +7,7 @@ import cshogi
 import cshogi.CSA
 import pytest
 
+import dlzero.gating.arena as arena
 from dlzero.config import Config, ModelConfig
 from dlzero.engine.player import Player
 from dlzero.engine.timeman import Limits
@@ -158,6 +159,24 @@ def test_arena_and_engine_pick_the_same_move(tmp_path, algorithm):
     best = player.think(Limits(playouts=24)).bestmove
     first_moves = {cshogi.move_to_usi(g.moves[g.opening_plies]) for g in result.games if g.index < 2}
     assert first_moves == {best}
+
+
+def test_games_at_once_default_to_gate_games_in_parallel(monkeypatch):
+    """A match that names no `parallel` plays `gate.games_in_parallel` games at once (the gate, `dlzero
+    match` and `dlzero gate` pass none)."""
+    seen = []
+    real = arena.play_lockstep
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["parallel"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(arena, "play_lockstep", spy)
+    cfg = _cfg(max_moves=12)
+    cfg.gate.games_in_parallel = 3
+    assert play_match("random", "random", 4, cfg).n_games == 4
+    assert play_match("random", "random", 2, cfg, parallel=2).n_games == 2
+    assert seen == [3, 2]
 
 
 def test_random_vs_random_plays_to_real_endings():

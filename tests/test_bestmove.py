@@ -10,7 +10,7 @@ import pytest
 
 from dlzero.commands import bestmove
 from dlzero.config import ModelConfig
-from dlzero.errors import DlzeroError
+from dlzero.errors import ConfigError, DlzeroError
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,17 @@ def test_json_has_the_analysis(model, capsys):
     assert _run(["--model", model, "--sfen", cshogi.STARTING_SFEN, "--playouts", "40", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"position", "bestmove", "pv", "winrate", "score_cp", "moves", "nodes", "playouts"}
+
+
+def test_playouts_are_search_playouts(model, capsys):
+    """--playouts sets search.playouts, and without it the config's value is searched."""
+    assert _run(["--model", model, "--position", "startpos", "--set", "search.playouts=24", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["playouts"] == 24
+    assert _run(["--model", model, "--position", "startpos", "--set", "search.playouts=24", "--playouts", "32",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["playouts"] == 32
+    with pytest.raises(ConfigError, match="search.playouts"):
+        _run(["--model", model, "--position", "startpos", "--playouts", "0"])
 
 
 def test_errors_are_dlzero_errors(model, tmp_path):

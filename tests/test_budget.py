@@ -9,7 +9,7 @@ import pytest
 from dlzero.errors import ConfigError
 from dlzero.train import budget
 from dlzero.train.budget import PROBE_END, PROBE_START, REFIT_EVERY, StepBudget
-from dlzero.train.checkpoint import load_checkpoint
+from dlzero.train.train_state import load_checkpoint
 from dlzero.train.trainer import Segment, Trainer
 from tests.test_train import tiny_config, write_random_hcpe
 

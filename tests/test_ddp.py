@@ -171,7 +171,7 @@ def test_torchrun_ranks_split_the_relabelling(tmp_path):
     """`train.relabel` under torchrun: each rank relabels its slice of the shards rank 0 listed (here 2
     and 1 of 3) with its own teacher, and training reads every twin, so no rank waits out the whole
     relabelling at its first collective."""
-    from dlzero.train.checkpoint import load_checkpoint
+    from dlzero.train.train_state import load_checkpoint
 
     script = tmp_path / "fake_usi.py"
     script.write_text(FAKE_ENGINE)

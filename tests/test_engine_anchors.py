@@ -19,13 +19,14 @@ from pathlib import Path
 import cshogi
 import pytest
 
+from dlzero.anchor_names import parse_anchor
 from dlzero.cli import main
-from dlzero.config import load_config, parse_anchor
+from dlzero.config import load_config
 from dlzero.errors import ConfigError
 from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
 from dlzero.gating.arena import play_match
 from dlzero.gating.rating import load_batches
-from dlzero.play.usi_client import Go, UsiClient, UsiEngineError, position_command
+from dlzero.play.usi_client import Go, UsiClient, UsiClientError, position_command
 from dlzero.rundir import RunDir
 
 FAKE_ENGINE = '''#!{python}
@@ -165,27 +166,33 @@ def test_client_handshake_options_and_search_result(fake_engine):
         pid = _pids(pids)[0]
         assert _alive(pid)
     assert not _alive(pid)
+    assert position_command(board) == "position startpos moves 7g7f"
+    assert position_command(cshogi.Board()) == "position startpos"
+    start = "4k4/9/9/9/9/9/9/9/4K4 b RBGSNLPrb3g3s3n3l17p 1"
+    handicap = cshogi.Board(start)
+    handicap.push_usi("P*5e")
+    assert position_command(handicap) == f"position sfen {start} moves P*5e"
     assert Go(byoyomi_ms=100).command() == "btime 0 wtime 0 byoyomi 100"
     assert Go(nodes=800, depth=3).command() == "nodes 800 depth 3"
 
 
 def test_client_errors_name_the_engine_and_the_cause(fake_engine, tmp_path):
     path, pids = fake_engine
-    with pytest.raises(UsiEngineError, match=r"has no option 'Skill Level' \(it has: CrashAfter, DelayMs, Pick\)"):
+    with pytest.raises(UsiClientError, match=r"has no option 'Skill Level' \(it has: CrashAfter, DelayMs, Pick\)"):
         UsiClient([str(path)], name="fake", options={"Skill Level": 3}).start()
     assert not _alive(_pids(pids)[-1])  # refused at the handshake, and still closed
-    with pytest.raises(UsiEngineError, match="cannot start.*No such file"):
+    with pytest.raises(UsiClientError, match="cannot start.*No such file"):
         UsiClient([str(tmp_path / "missing")]).start()
     crashing = UsiClient([str(path)], name="fake", options={"CrashAfter": 2}, timeout_s=30)
     board = cshogi.Board()
     for _ in range(2):
         board.push_usi(crashing.go(board, "depth 1").bestmove)
-    with pytest.raises(UsiEngineError, match=r"'fake'.*exited with status 3 while we waited for 'bestmove'.*"
+    with pytest.raises(UsiClientError, match=r"'fake'.*exited with status 3 while we waited for 'bestmove'.*"
                                              r"stderr: fake engine: crashing on purpose"):
         crashing.go(board, "depth 1")
     assert not crashing.running
     slow = UsiClient([str(path)], name="slow", options={"DelayMs": 3000}, timeout_s=30)
-    with pytest.raises(UsiEngineError, match="'slow'.*no 'bestmove' within 0.3 s"):
+    with pytest.raises(UsiClientError, match="'slow'.*no 'bestmove' within 0.3 s"):
         slow.go(board, "depth 1", timeout_s=0.3)
     assert not slow.running and not _alive(_pids(pids)[-1])
 
@@ -247,9 +254,9 @@ def test_ctrl_c_during_a_rating_closes_the_engine(fake_engine, tmp_path):
 
 def test_missing_engine_program_fails_before_any_game(monkeypatch):
     monkeypatch.setitem(ENGINE_PROGRAMS, "gpsshogi", ("gpsshogi", "gpsusi-that-is-not-installed"))
-    with pytest.raises(UsiEngineError, match="needs gpsusi-that-is-not-installed.*apt-get install gpsshogi"):
+    with pytest.raises(UsiClientError, match="needs gpsusi-that-is-not-installed.*apt-get install gpsshogi"):
         engine_anchor("gpsshogi:depth=4")
-    with pytest.raises(UsiEngineError, match="no engine at '/nonexistent/engine'"):
+    with pytest.raises(UsiClientError, match="no engine at '/nonexistent/engine'"):
         engine_anchor("usi:/nonexistent/engine --flag;depth=1")
 
 
@@ -257,7 +264,7 @@ def test_missing_engine_program_fails_before_any_game(monkeypatch):
 def _installed(kind: str) -> bool:
     try:
         engine_program(kind)
-    except UsiEngineError:
+    except UsiClientError:
         return False
     return True
 

@@ -14,8 +14,9 @@ import dlzero.progress.plots
 import dlzero.selfplay.bootstrap
 import dlzero.selfplay.session
 import dlzero.train.generation
-from dlzero.config import gate_interval, load_config
+from dlzero.config import load_config
 from dlzero.errors import ConfigError
+from dlzero.gate_modes import gate_interval
 from dlzero.loop import gate_due, run_loop
 from dlzero.rundir import RunDir
 

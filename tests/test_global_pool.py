@@ -19,7 +19,7 @@ from dlzero.model.blocks import GlobalPoolBlock, pooled_channels
 from dlzero.model.checkpoint import ModelMetadata
 from dlzero.model.export import export_onnx
 from dlzero.model.resnet import ResidualBlock
-from dlzero.train.checkpoint import load_checkpoint, save_checkpoint
+from dlzero.train.train_state import load_checkpoint, save_checkpoint
 
 POOLED = ModelConfig(blocks=2, channels=16, value_channels=2, value_fc=32, global_pool_blocks=[1])
 PLAIN = ModelConfig(blocks=2, channels=16, value_channels=2, value_fc=32)

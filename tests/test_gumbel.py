@@ -36,7 +36,7 @@ from dlzero.search.gumbel import (
     top_k,
     transformed_q,
 )
-from dlzero.selfplay.games import FinishedGame, play_games
+from dlzero.selfplay.games import FinishedGame, play_selfplay_games
 
 PAPER = GumbelParams(c_visit=50.0, c_scale=1.0)
 
@@ -198,7 +198,7 @@ def test_trees_in_lockstep_follow_their_own_schedules():
     search.run(trees, 48, leaves_per_tree=1)
     for tree in trees:
         g = tree.gumbel
-        assert g is not None and tree.playouts == 48
+        assert g is not None and tree.playouts_done == 48
         # a fresh root spends one playout on its own evaluation; its moves get the other 47
         assert g.visits.sum() == 47 == int(tree.root.n.sum())
         assert sorted(g.visits[g.considered].tolist(), reverse=True) == halving_visits(16, 47).tolist()
@@ -250,7 +250,7 @@ def test_selfplay_with_gumbel_writes_improved_policy_targets(tmp_path):
         done.append(game)
         writer.add(game.record)
 
-    play_games(ev, cfg, 4, on_done, np.random.default_rng(2))
+    play_selfplay_games(ev, cfg, 4, on_done, np.random.default_rng(2))
     writer.close()
     games = [g for p in writer.written for g in read_hcpe3(p)]  # validates legality by replay
     assert games == [g.record for g in done] and len(games) == 4

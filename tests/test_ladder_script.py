@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlzero.config import parse_anchor
+from dlzero.anchor_names import parse_anchor
 from dlzero.gating.elo_fit import GameResult
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,8 @@ layers below, never above:
 
     foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources, dlzero.cpu
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
-    config       dlzero.config
+    config       dlzero.config, dlzero.anchor_names, dlzero.gate_modes  (the schema; the grammars of anchor
+                 names and of gate.mode, which the config checks and the gate reads)
     storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock, dlzero.networks  (file formats;
                  the run directory's file names and columns, and its API; the shipped networks' manifests)
     encoding     dlzero.encoding
@@ -41,7 +42,7 @@ PACKAGES = {"dlzero": "dlzero", "selfplay": "dlzero.selfplay", "train": "dlzero.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources", "dlzero.cpu")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
-    ("config", ("dlzero.config",)),
+    ("config", ("dlzero.config", "dlzero.anchor_names", "dlzero.gate_modes")),
     ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock", "dlzero.networks")),
     ("encoding", ("dlzero.encoding",)),
     ("model", ("dlzero.model",)),

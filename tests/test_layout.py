@@ -111,5 +111,5 @@ def test_searches_the_engine_does_not_lay_out_run_one_stream():
     trees = [Tree(parse_position("startpos")) for _ in range(8)]
     search.run(trees, 40, leaves_per_tree=1)
     search.close()
-    assert all(t.playouts == 40 for t in trees) and peak[0] == 1
+    assert all(t.playouts_done == 40 for t in trees) and peak[0] == 1
     assert np.all([t.root.visits >= 40 for t in trees])

@@ -12,7 +12,7 @@ import cshogi
 import numpy as np
 import pytest
 
-from dlzero.config import parse_anchor
+from dlzero.anchor_names import parse_anchor
 from dlzero.gating.anchors import builtin_chooser, check_anchor
 from dlzero.inference.miniosl import MinioslEval
 from dlzero.play import Game

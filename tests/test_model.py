@@ -25,6 +25,9 @@ from dlzero.model import (
 )
 from dlzero.model.checkpoint import FORMAT_VERSION, checkpoint_payload
 from dlzero.model.export import METADATA_KEY, export_onnx
+from dlzero.train.train_state import FORMAT as TRAIN_FORMAT
+from dlzero.train.train_state import FORMAT_VERSION as TRAIN_VERSION
+from dlzero.train.train_state import load_checkpoint
 
 SMALL = ModelConfig(blocks=2, channels=16, value_channels=2, value_fc=32)
 
@@ -211,6 +214,17 @@ def test_bad_headers(model, tmp_path):
     unknown_key["model_config"]["heads"] = 2
     with pytest.raises(ModelFileError, match="model.heads"):
         load_model_file(_write_payload(tmp_path / "unknown.pt", unknown_key))
+
+
+def test_training_checkpoint_header_is_checked_as_a_model_file_is(model, tmp_path):
+    """The trainer's resume file goes through the same header check: a model file is not one, and a newer
+    format version of its own is refused the way a model file's is."""
+    with pytest.raises(ModelFileError, match="not a dlzero training checkpoint"):
+        load_checkpoint(save_model(model, tmp_path / "model.pt"), SMALL)
+    newer = {"format": TRAIN_FORMAT, "format_version": TRAIN_VERSION + 1}
+    with pytest.raises(ModelFileError, match=f"training checkpoint format version {TRAIN_VERSION + 1} is newer "
+                                             "than this dlzero understands .*; upgrade dlzero"):
+        load_checkpoint(_write_payload(tmp_path / "newer.pt", newer), SMALL)
 
 
 class _Evil:

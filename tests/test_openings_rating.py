@@ -35,7 +35,7 @@ from dlzero.play.openings import (
 )
 from dlzero.position import parse_position
 from dlzero.rundir import RunDir
-from dlzero.selfplay.games import play_games
+from dlzero.selfplay.games import play_selfplay_games
 from dlzero.teacher.sources import opening_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,10 +149,10 @@ def test_selfplay_refuses_the_rating_suite_unless_allowed(rating, tmp_path):
     evaluator = tiny_evaluator(cfg, tmp_path)
     try:
         with pytest.raises(ConfigError, match="selfplay.allow_rating_openings"):
-            play_games(evaluator, cfg, 1, lambda game: None, np.random.default_rng(0))
+            play_selfplay_games(evaluator, cfg, 1, lambda game: None, np.random.default_rng(0))
         cfg.selfplay.allow_rating_openings = True
         done = []
-        play_games(evaluator, cfg, 1, done.append, np.random.default_rng(0))
+        play_selfplay_games(evaluator, cfg, 1, done.append, np.random.default_rng(0))
     finally:
         evaluator.close()
     [game] = done

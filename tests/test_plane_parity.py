@@ -1,7 +1,7 @@
 """Training and inference see the same 100 planes for the same position and history (issue 10,
 defects 3 and 8).
 
-Real self-play games (the project's own `play_games`, a tiny random model, openings from a file,
+Real self-play games (the project's own `play_selfplay_games`, a tiny random model, openings from a file,
 one of them with a repetition in it) are written as an hcpe3 shard, read back and turned into
 training batches. Every training position's planes must equal, plane for plane, what the inference
 encoder gives on a board that replayed the game, and what the search actually sent to the network.
@@ -20,7 +20,7 @@ from dlzero.encoding.features import PLANE_LAST_TO, PLANE_PROGRESS, PLANE_REPETI
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.model import ModelMetadata, new_model, save_model
-from dlzero.selfplay.games import FinishedGame, play_games
+from dlzero.selfplay.games import FinishedGame, play_selfplay_games
 from dlzero.train.buffer import BatchDecoder
 from dlzero.train.dataset import buffer_from_games
 
@@ -58,7 +58,7 @@ def games(tmp_path_factory):
     path = save_model(new_model(cfg.model, seed=4), tmp / "m.pt", ModelMetadata())
     ev = Recording(load_model(path, cfg.inference))
     done: list[FinishedGame] = []
-    play_games(ev, cfg, 6, done.append, np.random.default_rng(7))
+    play_selfplay_games(ev, cfg, 6, done.append, np.random.default_rng(7))
     with ShardWriter(tmp / "data", "t", 100) as writer:
         for game in done:
             writer.add(game.record)

@@ -17,7 +17,7 @@ from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import END_RESIGN, Game, RandomMover, driver, play_lockstep, play_rules
 from dlzero.rundir import RunDir
-from dlzero.selfplay.games import FinishedGame, play_games
+from dlzero.selfplay.games import FinishedGame, play_selfplay_games
 
 SMALL = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.threads=1",
          "search.root_mate_depth=3", "selfplay.playouts=4", "selfplay.cheap_playouts=2",
@@ -57,7 +57,7 @@ def test_selfplay_gate_and_rating_games_all_go_through_the_one_driver(tmp_path, 
     done: list[FinishedGame] = []
     evaluator = load_model(rd.model_path(0), cfg.inference)
     try:
-        stats = play_games(evaluator, cfg, 1, done.append, np.random.default_rng(0))
+        stats = play_selfplay_games(evaluator, cfg, 1, done.append, np.random.default_rng(0))
     finally:
         evaluator.close()
     assert stats.games == len(done) == 1 and done[0].plies > 0

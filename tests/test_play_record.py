@@ -18,10 +18,9 @@ from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import END_RESIGN, play_rules
 from dlzero.play.record import opening_record, result_byte
 from dlzero.position import parse_position
-from dlzero.selfplay.games import END_MATE_FOUND, FinishedGame, play_games
+from dlzero.selfplay.games import END_MATE_FOUND, FinishedGame, play_selfplay_games
 from dlzero.teacher import Label, Query, Teacher
-from dlzero.teacher.label import PlaySettings
-from dlzero.teacher.label import play_games as teacher_games
+from dlzero.teacher.label import PlaySettings, play_teacher_games
 
 B, W = cshogi.BLACK, cshogi.WHITE
 RULES = play_rules(320, "27")
@@ -125,9 +124,11 @@ def test_selfplay_and_the_teacher_store_a_perpetual_check_alike(tmp_path):
                              "selfplay.resign_threshold=0", f"selfplay.openings={openings}"])
     evaluator = load_model(save_model(new_model(cfg.model, seed=0), tmp_path / "m.pt", ModelMetadata()), cfg.inference)
     selfplay: list[FinishedGame] = []
-    play_games(evaluator, cfg, 1, selfplay.append, np.random.default_rng(0))
-    games, positions = teacher_games(_FirstMove(), [BEFORE_PERPETUAL], 1, 0,
-                                     PlaySettings(sample_plies=0, max_moves=cfg.selfplay.max_moves), lambda _: None)
+    play_selfplay_games(evaluator, cfg, 1, selfplay.append, np.random.default_rng(0))
+    games, positions = play_teacher_games(_FirstMove(), [BEFORE_PERPETUAL], 1, 0,
+                                          PlaySettings(sample_plies=0, max_moves=cfg.selfplay.max_moves),
+                                          lambda _: None)
+
     assert [g.reason for g in selfplay] == ["perpetual_check"] and len(games) == 1 and positions == 1
     ours, theirs = selfplay[0].record, games[0]
     assert ours.result == theirs.result == WHITE_WIN | FLAG_REPETITION

@@ -19,6 +19,8 @@ from dlzero.position import (
     parse_position,
     position_string,
     push_usi_move,
+    start_board,
+    start_position,
     validate_sfen,
 )
 
@@ -160,6 +162,16 @@ def test_position_string_round_trip():
     start = "4k4/9/9/9/9/9/9/9/4K4 b RBGSNLPrb3g3s3n3l17p 1"
     board = parse_position(f"sfen {start} moves P*5e")
     assert position_string(board, start) == f"sfen {start} moves P*5e"
+
+
+def test_start_board_walks_back_to_the_first_position_and_leaves_the_board_alone():
+    start = "4k4/9/9/9/9/9/9/9/4K4 b RBGSNLPrb3g3s3n3l17p 1"
+    board = parse_position(f"sfen {start} moves P*5e 5a4a R*4i")
+    after = board.sfen()
+    first = start_board(board)
+    assert (first.sfen(), len(first.history)) == (start, 0) and start_position(board) == start
+    assert (board.sfen(), len(board.history)) == (after, 3)
+    assert start_position(parse_position("startpos moves 7g7f 3c3d")) == STARTPOS_SFEN
 
 
 BAD_MOVES = [

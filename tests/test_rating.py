@@ -26,7 +26,7 @@ from dlzero.gating.rating import (
 )
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import Game
-from dlzero.play.usi_opponent import UsiEngineError, UsiOpponent
+from dlzero.play.usi_opponent import UsiClientError, UsiOpponent
 from dlzero.rundir import RunDir
 from dlzero.runfiles import ELO_COLUMNS
 
@@ -254,14 +254,14 @@ def test_outside_usi_engine_plays_whole_games(run):
 
 
 def test_outside_engine_failures_are_clear():
-    with pytest.raises(UsiEngineError, match="cannot start"):
+    with pytest.raises(UsiClientError, match="cannot start"):
         UsiOpponent("nope", "/nonexistent/engine").start()
     dead = UsiOpponent("dead", f"{sys.executable} -c \"import sys; print('boom', file=sys.stderr)\"", timeout_s=10)
-    with pytest.raises(UsiEngineError, match="dead.*exited.*boom"):
+    with pytest.raises(UsiClientError, match="dead.*exited.*boom"):
         dead.choose([Game(cshogi.Board())])
     dead.close()
     mute = UsiOpponent("mute", f"{sys.executable} -c \"import time; time.sleep(30)\"", timeout_s=0.5)
-    with pytest.raises(UsiEngineError, match="no 'usiok' within 0.5 s"):
+    with pytest.raises(UsiClientError, match="no 'usiok' within 0.5 s"):
         mute.start()
     mute.close()
 

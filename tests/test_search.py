@@ -13,6 +13,7 @@ import pytest
 
 from dlzero.config import Config, SearchConfig
 from dlzero.encoding import NUM_LABELS
+from dlzero.engine import Engine
 from dlzero.engine.player import Player, root_checks
 from dlzero.engine.timeman import Limits
 from dlzero.inference import NullEvaluator
@@ -109,6 +110,16 @@ def test_declaration_win():
     assert player.think(Limits(playouts=10)).bestmove == "win"
 
 
+def test_a_search_without_a_limit_takes_search_playouts():
+    """`go` with no clock, no nodes and usi.playouts 0, and the Python Engine without playouts, search
+    `search.playouts` (one key for the playouts of a one-position search)."""
+    player = Player(NullEvaluator(), _cfg(playouts=24))
+    player.set_position(parse_position("startpos"))
+    assert player.think(Limits()).playouts == 24
+    engine = Engine(NullEvaluator(), _cfg(playouts=40))
+    assert engine.analyze("startpos").playouts == 40 and engine.analyze("startpos", playouts=12).playouts == 12
+
+
 def test_max_moves_draw():
     cfg = SearchConfig(max_moves=20, draw_value_black=0.2, draw_value_white=0.7, leaf_mate_depth=0)
     board = parse_position("sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 20")
@@ -176,7 +187,7 @@ def test_eval_streams_keep_that_many_batches_in_flight(streams):
     search.run([tree], 600, leaves_per_tree=8)
     search.close()
     assert ev.most == streams
-    assert tree.playouts == 600 == int(tree.root.n.sum()) + 1  # the first playout evaluates the root
+    assert tree.playouts_done == 600 == int(tree.root.n.sum()) + 1  # the first playout evaluates the root
     assert tree.inflight == 0 and search.stats.evaluations <= 600
     assert cshogi.move_to_usi(int(tree.root.moves[int(np.argmax(tree.root.n))])) == "G*5b"
 
@@ -273,7 +284,7 @@ def test_a_search_in_slices_grows_the_tree_of_one_search_and_guards_it_once(algo
         engine = AnalysisEngine(_HashedPriors(), cfg, playouts=160)
         tasks = engine.reader.game_tasks("startpos", ["7g7f", "3c3d"], [0, 2], 160)
         # a slice ends after each step (the root checks before the first are not cut)
-        cut = (lambda: any(t.tree is not None and t.tree.playouts > 0 for t in tasks)) if sliced else None
+        cut = (lambda: any(t.tree is not None and t.tree.playouts_done > 0 for t in tasks)) if sliced else None
         pending, slices = tasks, 0
         while pending:
             pending, slices = engine.search(pending, lambda result: None, cut), slices + 1

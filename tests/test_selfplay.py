@@ -34,7 +34,7 @@ from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
 from dlzero.selfplay.bootstrap import ensure_best_model
-from dlzero.selfplay.games import FinishedGame, ResignController, play_games
+from dlzero.selfplay.games import FinishedGame, ResignController, play_selfplay_games
 from dlzero.selfplay.parent import gather
 from dlzero.selfplay.session import run_selfplay
 from dlzero.selfplay.worker import Worker
@@ -106,7 +106,7 @@ def test_lockstep_games_write_valid_shards(tmp_path):
         done.append(game)
         writer.add(game.record)
 
-    stats = play_games(ev, cfg, 7, on_done, np.random.default_rng(1))
+    stats = play_selfplay_games(ev, cfg, 7, on_done, np.random.default_rng(1))
     writer.close()
     assert stats.games == len(done) == 7
     assert stats.evaluations > 0 and stats.eval_seconds > 0
@@ -127,7 +127,7 @@ def test_openings_start_at_the_opening_position(tmp_path):
     (tmp_path / "open.txt").write_text(f"# comment\n{line}\n")
     cfg = tiny_config(f"selfplay.openings={tmp_path / 'open.txt'}", "selfplay.max_moves=12")
     done: list[FinishedGame] = []
-    play_games(tiny_evaluator(cfg, tmp_path), cfg, 2, done.append, np.random.default_rng(0))
+    play_selfplay_games(tiny_evaluator(cfg, tmp_path), cfg, 2, done.append, np.random.default_rng(0))
     board = cshogi.Board()
     hcp = np.zeros(32, np.uint8)
     board.to_hcp(hcp)

@@ -250,16 +250,16 @@ def test_teach_self_play_writes_known_labels_and_resumes(engine, tmp_path):
 
 
 def test_a_game_the_teacher_resigns_at_once_is_not_kept(engine):
-    from dlzero.teacher.label import play_games
+    from dlzero.teacher.label import play_teacher_games
 
     lines = ["startpos moves 7g7f 3c3d"]
     with open_teacher(f"{engine};ResignPly=0") as teacher:
-        games, positions = play_games(teacher, lines, 2, seed=1, settings=PlaySettings(sample_plies=0),
-                                      report=lambda n: None)
+        games, positions = play_teacher_games(teacher, lines, 2, seed=1, settings=PlaySettings(sample_plies=0),
+                                              report=lambda n: None)
     assert (games, positions) == ([], 0)  # the opening's plies alone carry no label
     with open_teacher(f"{engine};ResignPly=3") as teacher:
-        games, positions = play_games(teacher, lines, 2, seed=1, settings=PlaySettings(sample_plies=0),
-                                      report=lambda n: None)
+        games, positions = play_teacher_games(teacher, lines, 2, seed=1, settings=PlaySettings(sample_plies=0),
+                                              report=lambda n: None)
     assert len(games) == 2 and positions == 2 * 1  # move 3 is labelled, move 4 resigned
 
 
@@ -401,9 +401,9 @@ def test_the_warm_start_schedule_ends_with_the_warm_start(tmp_path, caplog):
 def test_relabel_gives_each_shard_a_twin_and_training_reads_the_twins(engine, tmp_path):
     from dlzero.runfiles import VALIDATION_CSV
     from dlzero.teacher.relabel_run import relabel_shards
-    from dlzero.train.checkpoint import load_checkpoint
     from dlzero.train.dataset import count_positions
     from dlzero.train.generation import train_generation
+    from dlzero.train.train_state import load_checkpoint
     from dlzero.train.validation import read_rows
 
     spec = f"{engine};Eval=40"

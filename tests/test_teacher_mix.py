@@ -27,11 +27,12 @@ from dlzero.errors import ConfigError
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
 from dlzero.runfiles import TEACHER_DIR, VALIDATION_CSV
-from dlzero.train.checkpoint import load_checkpoint
+from dlzero.teacher import PlaySettings
 from dlzero.train.dataset import WindowPlan, buffer_from_games, build_window, count_positions
 from dlzero.train.generation import steps_for, train_generation
 from dlzero.train.sampler import EpochSampler, MixSampler, teacher_per_batch
 from dlzero.train.teacher_files import adopt_teacher_data
+from dlzero.train.train_state import load_checkpoint
 from dlzero.train.validation import read_rows
 
 TINY = {"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
@@ -222,6 +223,8 @@ def test_teach_flags_override_the_teach_section(tmp_path):
     plain = config_from_args(build_parser().parse_args(["teach", "--config", str(path), "--sample-plies", "-1"]),
                              teach_cmd.FLAG_KEYS)
     assert (teach_cmd.play_settings(plain).sample_plies, teach_cmd.play_settings(plain).max_moves) == (8, 256)
+    # a teacher game played without a config (`PlaySettings()`) goes by the config's defaults
+    assert PlaySettings() == teach_cmd.play_settings(config_from_dict({}))
     with pytest.raises(ConfigError, match="--teacher SPEC and --out FILE"):
         teach_cmd.run(build_parser().parse_args(["teach", "--positions", "10"]))
 

@@ -114,6 +114,6 @@ def test_hash_budget_stops_the_search_and_zero_means_none():
     search = Search(NullEvaluator(), cfg)
     search.run([tree], 100_000, leaves_per_tree=8)
     assert search.tree_full(tree) and tree.memory < (1 << 20) + 2 * 8 * 4000  # two batches in flight at most
-    assert tree.playouts < 1000
+    assert tree.playouts_done < 1000
     unbounded = Search(NullEvaluator(), SearchConfig(root_mate_depth=0, leaf_mate_depth=0, hash_mb=0))
     assert not unbounded.tree_full(tree)

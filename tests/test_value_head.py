@@ -15,7 +15,7 @@ import torch
 
 from dlzero.config import config_from_dict
 from dlzero.model import PolicyValueNet
-from dlzero.train.buffer import Batch
+from dlzero.train.buffer import TrainingBatch
 from dlzero.train.trainer import Trainer, value_loss
 
 CFG = config_from_dict({
@@ -34,12 +34,13 @@ def _saturated_model(logit: float) -> PolicyValueNet:
     return model
 
 
-def _batch(target: float, n: int = 8) -> Batch:
+def _batch(target: float, n: int = 8) -> TrainingBatch:
     torch.manual_seed(1)
     policy = torch.zeros(n, 2187)
     policy[:, 0] = 1.0
-    return Batch(torch.rand(n, 100, 9, 9), policy, torch.full((n,), target), torch.full((n,), target),
-                 torch.full((n,), -1))
+    return TrainingBatch(torch.rand(n, 100, 9, 9), policy, torch.full((n,), target), torch.full((n,), target),
+                         torch.full((n,), -1))
+
 
 
 def _step_bias(amp: str, logit: float, target: float) -> float:

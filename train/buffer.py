@@ -51,7 +51,7 @@ def value_target(result: np.ndarray, eval_cp: np.ndarray, val_lambda: float) -> 
 
 
 @dataclass
-class Batch:
+class TrainingBatch:
     """Decoded training samples, as torch tensors on the CPU."""
 
     planes: torch.Tensor  # (B, 100, 9, 9) float32
@@ -63,11 +63,11 @@ class Batch:
     has_value: torch.Tensor | None = None  # (B,) bool: the row has a value target (None: every row has); `value`
     # holds 1/2 where it has none, so that a loss masked by it stays finite
 
-    def to(self, device: torch.device) -> Batch:
+    def to(self, device: torch.device) -> TrainingBatch:
         """Copy to `device`. Blocking on purpose: the planes live in a buffer the next decode reuses."""
-        return Batch(*(None if t is None else t.to(device) for t in (self.planes, self.policy, self.value,
-                                                                      self.result, self.reply, self.has_policy,
-                                                                      self.has_value)))
+        return TrainingBatch(*(None if t is None else t.to(device) for t in (self.planes, self.policy, self.value,
+                                                                              self.result, self.reply,
+                                                                              self.has_policy, self.has_value)))
 
 
 class PositionBuffer:
@@ -133,7 +133,7 @@ class PositionBuffer:
 
 
 class BatchDecoder:
-    """Turns indices into a `Batch`: rebuilds boards with cshogi, encodes planes, scatters policies.
+    """Turns indices into a `TrainingBatch`: rebuilds boards with cshogi, encodes planes, scatters policies.
 
     Owns its board, encoder and (on CUDA, pinned) plane buffer, so use one per training process.
     """
@@ -143,7 +143,7 @@ class BatchDecoder:
         self._encoder = Encoder()
         self._planes = torch.zeros((max_batch, NUM_PLANES, 9, 9), dtype=torch.float32, pin_memory=pin_memory)
 
-    def decode(self, buf: PositionBuffer, indices: np.ndarray) -> Batch:
+    def decode(self, buf: PositionBuffer, indices: np.ndarray) -> TrainingBatch:
         idx = np.asarray(indices, dtype=np.int64)
         b = len(idx)
         planes = self._planes[:b]
@@ -169,6 +169,7 @@ class BatchDecoder:
         policy[rows, buf.labels[flat]] = buf.probs[flat]
         has_value = ~np.isnan(buf.value[idx])
         value = np.where(has_value, buf.value[idx], np.float32(0.5))  # finite where the loss is masked off
-        return Batch(planes, torch.from_numpy(policy), torch.from_numpy(value),
-                     torch.from_numpy(buf.result[idx]), torch.from_numpy(buf.reply[idx].astype(np.int64)),
-                     torch.from_numpy(counts > 0), torch.from_numpy(has_value))
+        return TrainingBatch(planes, torch.from_numpy(policy), torch.from_numpy(value),
+                             torch.from_numpy(buf.result[idx]), torch.from_numpy(buf.reply[idx].astype(np.int64)),
+                             torch.from_numpy(counts > 0), torch.from_numpy(has_value))
+

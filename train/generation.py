@@ -46,9 +46,9 @@ from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import CHECKPOINT_NAME, SEEN_SHARDS
 from dlzero.train import distributed
 from dlzero.train.buffer import PositionBuffer
-from dlzero.train.checkpoint import load_checkpoint
 from dlzero.train.dataset import WindowPlan, build_window, load_window
 from dlzero.train.meters import MetricsLog
+from dlzero.train.train_state import load_checkpoint
 from dlzero.train.trainer import Segment, Trainer
 from dlzero.train.validation import ValidationLog, fixed_set, held_out, read_games, validate_models
 

@@ -41,11 +41,11 @@ from dlzero.rundir import RunDir
 from dlzero.train import distributed
 from dlzero.train.budget import UNTIMED_STEPS
 from dlzero.train.buffer import PositionBuffer
-from dlzero.train.checkpoint import load_checkpoint
 from dlzero.train.dataset import buffer_from_games, buffer_from_hcpe, rows_per_game
 from dlzero.train.generation import segment_seed
 from dlzero.train.holdout import HoldoutReport, game_keys, record_game_keys, split_games, unseen
 from dlzero.train.meters import MetricsLog
+from dlzero.train.train_state import load_checkpoint
 from dlzero.train.trainer import Segment, Trainer, evaluate
 
 

@@ -64,13 +64,13 @@ from dlzero.errors import ConfigError, ModelFileError
 from dlzero.model import PolicyValueNet
 from dlzero.model.checkpoint import load_state
 from dlzero.train.budget import UNTIMED_STEPS, StepBudget
-from dlzero.train.buffer import Batch, BatchDecoder, PositionBuffer
-from dlzero.train.checkpoint import save_checkpoint, set_rng_state
+from dlzero.train.buffer import BatchDecoder, PositionBuffer, TrainingBatch
 from dlzero.train.distributed import DistInfo, broadcast
 from dlzero.train.meters import Meter, MetricsLog, summarise
 from dlzero.train.reply import TrainingNet, reply_loss
 from dlzero.train.sampler import EpochSampler, MixSampler
 from dlzero.train.surprise import surprise_weights
+from dlzero.train.train_state import save_checkpoint, set_rng_state
 
 log = logging.getLogger(__name__)
 
@@ -129,18 +129,18 @@ def value_loss(value_logit: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(2.0 * value_logit, target, reduction="none")
 
 
-def masked_value_loss(value_logit: torch.Tensor, target: torch.Tensor, batch: Batch) -> torch.Tensor:
+def masked_value_loss(value_logit: torch.Tensor, target: torch.Tensor, batch: TrainingBatch) -> torch.Tensor:
     """Per-sample `value_loss` against `target`, 0 on the rows of `batch` without a value target."""
     loss = value_loss(value_logit, target)
     return loss if batch.has_value is None else loss * batch.has_value
 
 
-def value_rows(batch: Batch) -> torch.Tensor | None:
+def value_rows(batch: TrainingBatch) -> torch.Tensor | None:
     """Rows of `batch` with a value target (None: every row), the count the value loss is averaged over."""
     return None if batch.has_value is None else batch.has_value.sum()
 
 
-def batch_stats(logits: torch.Tensor, value_logit: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, ...]:
+def batch_stats(logits: torch.Tensor, value_logit: torch.Tensor, batch: TrainingBatch) -> tuple[torch.Tensor, ...]:
     """(policy loss sum, value loss sum, top-1 hits, value sign hits on decisive games, decisive games,
     rows with a policy target). A value-only row (train.value_plies) has a zero policy target, so it adds
     nothing to the policy loss, and it is kept out of the top-1 count; a row without a value target adds
@@ -243,7 +243,7 @@ class Trainer:
         self.meter = Meter(device)
 
     # -- one optimisation step ------------------------------------------------------------------
-    def step(self, batch: Batch, lr: float) -> None:
+    def step(self, batch: TrainingBatch, lr: float) -> None:
         """Forward, loss, backward, clip, update; adds the batch's metrics to the meter."""
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -340,7 +340,7 @@ class Trainer:
                                                    "meter": meter})
 
     def restore(self, payload: dict[str, Any], path: Path) -> Segment:
-        """Load a checked checkpoint payload (see train.checkpoint.load_checkpoint); returns its segment."""
+        """Load a checked checkpoint payload (see train.train_state.load_checkpoint); returns its segment."""
         self.load_state_dict(payload["trainer"], path)
         self.meter.load(payload["meter"] if self.info.is_main else [0.0] * len(payload["meter"]))
         set_rng_state(payload["rng"])

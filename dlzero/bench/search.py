@@ -42,7 +42,7 @@ def _search_rate(ev: Evaluator, cfg: Config, batch: int, trees: int, playouts: i
     search.run(forest, playouts, leaves_per_tree=per_tree)
     elapsed = time.perf_counter() - start
     search.close()
-    return sum(t.playouts for t in forest) / elapsed
+    return sum(t.playouts_done for t in forest) / elapsed
 
 
 def _inference_rate(ev: Evaluator, batch: int, streams: int, seconds: float = 1.0) -> float:

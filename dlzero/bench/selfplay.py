@@ -31,7 +31,7 @@ def bench_selfplay(cfg: Config, parallels: list[int], moves: int, backend: str =
     machine's changing load hits all alike; rows after the first precision give `vs_first`, their
     positions/s divided by the first precision's.
     """
-    from dlzero.selfplay.games import play_games  # the CLI layer may import selfplay; bench is called from it
+    from dlzero.selfplay.games import play_selfplay_games  # the CLI layer may import selfplay; bench is called from it
 
     precisions = precisions or [cfg.inference.precision]
     evaluators = {p: make_evaluator(backend, None, replace(cfg, inference=replace(cfg.inference, precision=p)))
@@ -44,8 +44,10 @@ def bench_selfplay(cfg: Config, parallels: list[int], moves: int, backend: str =
                       for p in precisions}
             for r in range(rounds):
                 for p in precisions:
-                    stats = play_games(evaluators[p], run_cfg, n_games=1 << 30, on_game_done=lambda _game: None,
-                                       rng=np.random.default_rng(seed + r), max_steps=steps)
+                    stats = play_selfplay_games(evaluators[p], run_cfg, n_games=1 << 30,
+                                                on_game_done=lambda _game: None,
+                                                rng=np.random.default_rng(seed + r), max_steps=steps)
+
                     t = totals[p]
                     t["moves"] += stats.moves
                     t["seconds"] += stats.seconds

@@ -35,13 +35,14 @@ from dlzero.model import ModelMetadata, model_name, new_model, save_model
 def _worker(address: ServerAddress, cfg_data: dict, seed: int, stop: Any, out: Any) -> None:
     """Self-play through the server until `stop` is set; put (plies, seconds) on `out`."""
     from dlzero.inference.remote import RemoteEvaluator
-    from dlzero.selfplay.games import play_games  # the CLI layer may import selfplay; bench is called from it
+    from dlzero.selfplay.games import play_selfplay_games  # the CLI layer may import selfplay; bench is called from it
 
     cfg = config_from_dict(cfg_data)
     ev = RemoteEvaluator(address, min(cfg.inference.max_batch, cfg.server.max_batch), cfg.server.timeout_s)
     try:
-        stats = play_games(ev, cfg, 1 << 30, lambda _game: None, np.random.default_rng(seed),
-                           should_stop=stop.is_set)
+        stats = play_selfplay_games(ev, cfg, 1 << 30, lambda _game: None, np.random.default_rng(seed),
+                                    should_stop=stop.is_set)
+
         out.put((stats.moves, stats.seconds))
     finally:
         ev.close()

@@ -20,20 +20,21 @@ from dlzero.encoding import NUM_LABELS, NUM_PLANES
 from dlzero.errors import ConfigError
 from dlzero.inference.devices import resolve_device
 from dlzero.model import new_model
-from dlzero.train.buffer import Batch
+from dlzero.train.buffer import TrainingBatch
 from dlzero.train.trainer import Trainer, amp_dtype
 
 VARIANTS = ("off/contiguous", "off/channels_last", "bf16/contiguous", "bf16/channels_last")
 
 
-def random_batch(size: int, seed: int = 0) -> Batch:
+def random_batch(size: int, seed: int = 0) -> TrainingBatch:
     """A batch of the trainer's shapes: 0/1 planes, one-hot policies, random values."""
     g = torch.Generator().manual_seed(seed)
     policy = torch.zeros(size, NUM_LABELS)
     policy[torch.arange(size), torch.randint(0, NUM_LABELS, (size,), generator=g)] = 1.0
     result = torch.randint(0, 2, (size,), generator=g).float()
-    return Batch(planes=(torch.rand(size, NUM_PLANES, 9, 9, generator=g) < 0.1).float(), policy=policy,
-                 value=torch.rand(size, generator=g), result=result, reply=torch.full((size,), -1))
+    return TrainingBatch(planes=(torch.rand(size, NUM_PLANES, 9, 9, generator=g) < 0.1).float(), policy=policy,
+                         value=torch.rand(size, generator=g), result=result, reply=torch.full((size,), -1))
+
 
 
 def parse_variant(name: str) -> tuple[str, bool]:

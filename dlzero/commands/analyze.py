@@ -11,14 +11,15 @@ from typing import NoReturn
 
 from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
 
-FLAG_KEYS = {"max_line_bytes": "analysis.max_line_bytes"}
+FLAG_KEYS = {"max_line_bytes": "analysis.max_line_bytes", "playouts": "search.playouts"}
 
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="answer JSON analysis queries from stdin, one per line "
                        "(KataGo's protocol; docs/analysis.md)")
     p.add_argument("--model", help=MODEL_HELP)
-    p.add_argument("--playouts", type=int, default=800, help="playouts of a query that gives no maxVisits/playouts")
+    p.add_argument("--playouts", type=int, help="playouts of a query that gives no maxVisits/playouts "
+                   "(search.playouts, default 800)")
     p.add_argument("--max-batch", type=int, default=64,
                    help="most turns searched together, highest priority first (default 64)")
     p.add_argument("--max-line-bytes", type=int,
@@ -34,11 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.engine.layout import load_engine_model
     from dlzero.errors import ConfigError
 
-    if args.playouts < 1 or args.max_batch < 1:
-        raise ConfigError("--playouts and --max-batch must be at least 1")
+    if args.max_batch < 1:
+        raise ConfigError("--max-batch must be at least 1")
     cfg = config_from_args(args, FLAG_KEYS)
-    engine = AnalysisEngine(load_engine_model(model_choice(args.model, cfg, "analyze").path, cfg), cfg,
-                            args.playouts)
+    engine = AnalysisEngine(load_engine_model(model_choice(args.model, cfg, "analyze").path, cfg), cfg)
     sys.stdout.reconfigure(encoding="utf-8")  # the protocol is UTF-8 JSON lines, whatever the locale
     # bytes in: the engine decodes them itself, so a line that is not UTF-8 is one error answer
     try:

@@ -10,6 +10,11 @@ from collections.abc import Iterable
 
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
+# `bench search` has its own search length, not a one-position search's `search.playouts`: the
+# many-tree rows split it (each of `batch` trees gets playouts / batch), and a rate is only compared
+# with rates measured at the same count.
+SEARCH_PLAYOUTS = 2000
+
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
@@ -71,7 +76,8 @@ def register(sub) -> None:
     ps.add_argument("--evaluators", type=_names, default=["null", "torch", "onnx"],
                     help="comma-separated: null, torch, torch-eager, onnx")
     ps.add_argument("--batch", type=_ints, default=[1, 16, 64], help="comma-separated leaves per network call")
-    ps.add_argument("--playouts", type=int, default=2000, help="playouts per measurement (one tree)")
+    ps.add_argument("--playouts", type=int, default=SEARCH_PLAYOUTS,
+                    help="playouts per measurement (one tree; default %(default)s)")
     ps.add_argument("--algorithms", type=_names, default=None,
                     help="comma-separated root searches to compare in one run: puct, gumbel "
                          "(default: the config's search.algorithm)")

@@ -6,7 +6,8 @@ import argparse
 import json
 
 from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
-from dlzero.errors import PositionError
+
+FLAG_KEYS = {"playouts": "search.playouts"}
 
 
 def register(sub) -> None:
@@ -15,7 +16,7 @@ def register(sub) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--sfen", help="the position as an SFEN string")
     where.add_argument("--position", help="as in USI: 'startpos moves 7g7f ...' or 'sfen ... moves ...'")
-    p.add_argument("--playouts", type=int, default=800, help="playouts to search (default 800)")
+    p.add_argument("--playouts", type=int, help="playouts to search (search.playouts, default 800)")
     p.add_argument("--json", action="store_true", help="print the full analysis as one JSON object")
     add_config_args(p)
     add_inference_args(p)
@@ -26,13 +27,11 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.engine import Engine
     from dlzero.position import parse_position
 
-    if args.playouts < 1:
-        raise PositionError(f"--playouts must be at least 1, got {args.playouts}")
     position = f"sfen {args.sfen}" if args.sfen is not None else args.position
     parse_position(position)  # a bad position fails before the model is loaded
-    cfg = config_from_args(args)
+    cfg = config_from_args(args, FLAG_KEYS)
     engine = Engine.load(model_choice(args.model, cfg, "bestmove").path, cfg)
-    analysis = engine.analyze(position, playouts=args.playouts)
+    analysis = engine.analyze(position)
     if args.json:
         print(json.dumps({"position": position, **analysis.to_dict(engine.cfg.usi.multipv)}))
     else:

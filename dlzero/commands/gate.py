@@ -40,7 +40,6 @@ def run_gate(args: argparse.Namespace) -> int:
             if not newer:
                 raise RunDirError(f"{rd.root}: no generation newer than the best to gate")
             candidate = newer[-1]
-        result = gate_and_promote(rd, cfg, candidate, progress=not args.no_progress,
-                                  parallel=cfg.gate.games_in_parallel, report=False)
+        result = gate_and_promote(rd, cfg, candidate, progress=not args.no_progress, report=False)
     print(result.summary())
     return 0

@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
         if choice.network is not None:
             print(f"dlzero match: {side}: {choice.note('another player name')}", file=sys.stderr)
         sides.append(load_model(choice.path, cfg.inference))
-    result = play_match(sides[0], sides[1], cfg.gate.max_games, cfg, parallel=cfg.gate.games_in_parallel,
-                        openings=openings, seed=args.seed, record_dir=args.csa_dir, names=("A", "B"))
+    result = play_match(sides[0], sides[1], cfg.gate.max_games, cfg, openings=openings, seed=args.seed,
+                        record_dir=args.csa_dir, names=("A", "B"))
     print(summary(result, args.model_a, args.model_b))
     for side in sides:
         if not isinstance(side, str):

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TEMP_SUFFIX = ".tmp"
 # A disk that is full, over quota or read-only refuses every later write too: retrying cannot help.
@@ -98,3 +102,17 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
     """Write `text` to `path` atomically (see module docstring)."""
     with atomic_open(path, "w", encoding=encoding) as f:
         f.write(text)
+
+
+def atomic_write_png(path: str | os.PathLike[str], figure: Figure) -> None:
+    """Write a matplotlib figure to `path` as a 100 dpi PNG atomically, and close the figure.
+
+    The one place a plot becomes a file (progress plots, review graphs): drawn into memory first, so a
+    reader (the dashboard, a browser) never sees half a picture, and closed, which frees it: pyplot
+    would otherwise keep every figure for the life of a long loop."""
+    import matplotlib.pyplot as plt  # only the code that draws needs matplotlib; it has imported it already
+
+    buf = io.BytesIO()
+    figure.savefig(buf, format="png", dpi=100)
+    plt.close(figure)
+    atomic_write_bytes(path, buf.getvalue())

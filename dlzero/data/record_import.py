@@ -29,10 +29,10 @@ import cshogi
 import numpy as np
 from tqdm import tqdm
 
-from dlzero.data.hcpe import HCPE_DTYPE, find_bad_hcp, format_move16, legal_move16s, write_hcpe
+from dlzero.data.hcpe import HCPE_DTYPE, find_bad_hcp, write_hcpe
 from dlzero.data.hcpe3 import RESULT_DRAW
 from dlzero.data.isolated import DEFAULT_TIMEOUT_S, run_isolated
-from dlzero.data.records import RECORD_SUFFIXES, ParsedGame, parse_record_file
+from dlzero.data.records import RECORD_SUFFIXES, ParsedGame, legal_prefix, parse_record_file
 
 # ---------------------------------------------------------------- replay
 
@@ -40,20 +40,16 @@ from dlzero.data.records import RECORD_SUFFIXES, ParsedGame, parse_record_file
 def _replay(game: ParsedGame) -> tuple[np.ndarray, list[str]]:
     """hcpe records for the legal prefix of a game, and notes about what was cut or assumed."""
     notes = list(game.notes)
+    moves, stop = legal_prefix(game)
+    count = len(moves)
     board = cshogi.Board(game.sfen)
-    records = np.zeros(len(game.moves), HCPE_DTYPE)
-    count = 0
-    for move in game.moves:
-        move16 = move & 0xFFFF
-        if move16 not in legal_move16s(board):
-            what = f"({format_move16(move16)}) is illegal" if move16 else "was not understood by the parser"
-            notes.append(f"move {count + 1} {what} in {board.sfen()}; imported the {count} moves before it")
-            break
-        board.to_hcp(records["hcp"][count])
-        records["bestMove16"][count] = move16
-        board.push_move16(move16)
-        count += 1
-    records = records[:count]
+    records = np.zeros(count, HCPE_DTYPE)
+    for i, move in enumerate(moves):
+        board.to_hcp(records["hcp"][i])
+        records["bestMove16"][i] = cshogi.move16(move)
+        board.push(move)
+    if stop is not None:
+        notes.append(f"{stop} in {board.sfen()}; imported the {count} moves before it")
     bad = find_bad_hcp(records["hcp"]) if count else None
     if bad is not None:
         return records[:0], [f"position cannot be stored as hcp: {bad[1]}"]

@@ -314,22 +314,33 @@ class KifuGame:
     cut: bool = False  # the record goes on past `moves` with a move that is unreadable or illegal
 
 
-def _game_record(game: ParsedGame) -> KifuGame:
-    """The legal prefix of a parsed game, with moves normalised through cshogi's move16 lookup."""
+def legal_prefix(game: ParsedGame) -> tuple[list[int], str | None]:
+    """The moves of a parsed game up to its first illegal or unreadable one, as cshogi moves
+    normalised through cshogi's move16 lookup, and what stopped there ("move 7 (7g7f) is illegal",
+    "move 3 was not understood by the parser"; None when every move is legal).
+
+    The one legality check of a record: import-records and review cut a game at the same move."""
     board = cshogi.Board(game.sfen)
-    notes = list(game.notes)
-    cut = bool(notes)  # the KIF reader only leaves notes when it stopped at an unreadable move
     moves: list[int] = []
     for move in game.moves:
         move16 = move & 0xFFFF
         if move16 not in legal_move16s(board):
             what = f"({format_move16(move16)}) is illegal" if move16 else "was not understood by the parser"
-            notes.append(f"move {len(moves) + 1} {what}; kept the {len(moves)} moves before it")
-            cut = True
-            break
+            return moves, f"move {len(moves) + 1} {what}"
         full = board.move_from_move16(move16)
         moves.append(full)
         board.push(full)
+    return moves, None
+
+
+def _game_record(game: ParsedGame) -> KifuGame:
+    """The legal prefix of a parsed game."""
+    notes = list(game.notes)
+    cut = bool(notes)  # the KIF reader only leaves notes when it stopped at an unreadable move
+    moves, stop = legal_prefix(game)
+    if stop is not None:
+        notes.append(f"{stop}; kept the {len(moves)} moves before it")
+        cut = True
     return KifuGame(game.sfen, moves, game.ending, game.winner, notes, cut)
 
 

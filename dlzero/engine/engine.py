@@ -1,4 +1,4 @@
-"""Python API: `Engine.load(path).best_move(sfen, playouts=800)`."""
+"""Python API: `Engine.load(path).best_move(sfen)`, `search.playouts` playouts unless `playouts=N` says otherwise."""
 
 from __future__ import annotations
 
@@ -26,11 +26,12 @@ class Engine:
         cfg = config if isinstance(config, Config) else load_config(config, overrides)
         return cls(load_engine_model(path, cfg), cfg)
 
-    def analyze(self, position: str, playouts: int = 800, limits: Limits | None = None) -> Analysis:
-        """Search `position` and return the full analysis (best move, PV, win rate, visits)."""
+    def analyze(self, position: str, playouts: int | None = None, limits: Limits | None = None) -> Analysis:
+        """Search `position` and return the full analysis (best move, PV, win rate, visits) after `playouts`
+        playouts (default `search.playouts`), or within `limits` (a USI `go`'s) when given."""
         self.player.set_position(parse_position(position))
-        return self.player.think(limits or Limits(playouts=playouts))
+        return self.player.think(limits or Limits(playouts=self.cfg.search.playouts if playouts is None else playouts))
 
-    def best_move(self, position: str, playouts: int = 800) -> str:
+    def best_move(self, position: str, playouts: int | None = None) -> str:
         """The move to play as a USI string (`resign` or `win` when that is the answer)."""
         return self.analyze(position, playouts).bestmove

@@ -51,6 +51,10 @@ ROOT_MATE_NODES = 1_000_000
 # The most playouts a search is asked for (USI's `Playouts` and `go nodes`, analysis' `maxVisits`): larger
 # requests are cut to it. A tree stops growing at `search.node_limit` long before.
 MAX_PLAYOUTS = 1_000_000_000
+# Gumbel's Sequential Halving needs its budget up front: by time, the first search of an engine whose
+# speed is not yet measured gets this many playouts (a guess, not `search.playouts`, which counts
+# playouts of searches without a clock).
+FIRST_GUMBEL_PLAYOUTS = 800
 
 
 @dataclass
@@ -144,7 +148,8 @@ class Player:
             return settled
         playouts = min(limits.playouts or self.cfg.usi.playouts, MAX_PLAYOUTS)
         if not playouts:
-            playouts = MAX_PLAYOUTS if (budget.hard_ms or limits.open_ended or limits.ponder) else 800
+            until_stopped = budget.hard_ms or limits.open_ended or limits.ponder  # by the clock or a `stop`
+            playouts = MAX_PLAYOUTS if until_stopped else self.cfg.search.playouts
             if self.cfg.search.algorithm == "gumbel" and budget.target_ms and not (limits.open_ended or limits.ponder):
                 playouts = self._gumbel_budget(budget.target_ms)
         state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False,
@@ -180,8 +185,8 @@ class Player:
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
         self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop)
-        if tree.playouts >= 64:
-            self._rate = tree.playouts / max(elapsed_ms(), 1.0)
+        if tree.playouts_done >= 64:
+            self._rate = tree.playouts_done / max(elapsed_ms(), 1.0)
         while limits.open_ended and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
@@ -210,8 +215,8 @@ class Player:
 
     def _gumbel_budget(self, target_ms: float) -> int:
         """Gumbel's Sequential Halving needs its simulation budget up front: by time, the playouts
-        the last search's speed fits into the target time (800 before any search was timed)."""
-        return max(16, int(self._rate * target_ms)) if self._rate else 800
+        the last search's speed fits into the target time (FIRST_GUMBEL_PLAYOUTS before any search was timed)."""
+        return max(16, int(self._rate * target_ms)) if self._rate else FIRST_GUMBEL_PLAYOUTS
 
     def _full_note(self) -> str:
         tree, cfg = self.tree, self.cfg.search
@@ -227,7 +232,7 @@ class Player:
             return now_ms >= target
         order = root.n.argsort()
         best, second = order[-1], order[-2]
-        rate = self.tree.playouts / max(now_ms, 1.0)
+        rate = self.tree.playouts_done / max(now_ms, 1.0)
         limit = hard if state["extended"] else target
         if now_ms >= 0.1 * target and can_stop_early(root.n[best], root.n[second], rate, limit - now_ms):
             return True
@@ -252,7 +257,7 @@ class Player:
         return Analysis(
             bestmove=best, ponder=pv[1] if len(pv) > 1 else None, pv=pv or [best], winrate=winrate,
             score_cp=winrate_to_cp(winrate), mate=mate_distance(tree), moves=stats, nodes=tree.nodes,
-            playouts=tree.playouts, time_ms=int(elapsed * 1000), nps=tree.playouts / max(elapsed, 1e-6))
+            playouts=tree.playouts_done, time_ms=int(elapsed * 1000), nps=tree.playouts_done / max(elapsed, 1e-6))
 
     def _maybe_resign(self, result: Analysis) -> Analysis:
         if result.bestmove not in ("resign", "win") and result.mate is None \

@@ -19,7 +19,7 @@
   Time limits (byoyomi) make strength depend on the machine and its load; `nodes=N` does not.
 - outside USI engines named by the user: `NAME=COMMAND` (`rate.engines`, `go` from `rate.engine_go`).
 
-The grammar of the names is `dlzero.config.parse_anchor` (the config checks every entry when loaded).
+The grammar of the names is `dlzero.anchor_names.parse_anchor` (the config checks every entry when loaded).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ import re
 import shlex
 import shutil
 
-from dlzero.config import ANCHOR_FORMS, ENGINE_KINDS, parse_anchor
+from dlzero.anchor_names import ANCHOR_FORMS, ENGINE_KINDS, parse_anchor
 from dlzero.errors import ConfigError
 from dlzero.inference.miniosl import MinioslNetwork
 from dlzero.play import RANDOM, MoveChooser, RandomMover
 from dlzero.play.alphabeta import AlphaBeta
 from dlzero.play.players import MinioslPlayer
-from dlzero.play.usi_client import Go, UsiEngineError
+from dlzero.play.usi_client import Go, UsiClientError
 from dlzero.play.usi_opponent import UsiOpponent
 
 _ALPHABETA = re.compile(r"alphabeta:([1-9]\d*)$")
@@ -69,11 +69,11 @@ def is_engine(name: str) -> bool:
 
 
 def engine_program(kind: str) -> str:
-    """The executable of a packaged engine kind; UsiEngineError (with the apt-get line) if it is missing."""
+    """The executable of a packaged engine kind; UsiClientError (with the apt-get line) if it is missing."""
     package, program = ENGINE_PROGRAMS[kind]
     found = shutil.which(program) or shutil.which(program, path="/usr/games")
     if not found:
-        raise UsiEngineError(f"anchor '{kind}' needs {program}, which is not installed here (Debian/Ubuntu: "
+        raise UsiClientError(f"anchor '{kind}' needs {program}, which is not installed here (Debian/Ubuntu: "
                              f"apt-get install {package})")
     return found
 
@@ -93,7 +93,7 @@ def engine_anchor(name: str, timeout_s: float = 120.0) -> UsiOpponent:
     if spec.kind == "usi":
         argv = shlex.split(spec.value)
         if not argv or shutil.which(argv[0]) is None:
-            raise UsiEngineError(f"anchor '{name}': no engine at '{argv[0] if argv else spec.value}'")
+            raise UsiClientError(f"anchor '{name}': no engine at '{argv[0] if argv else spec.value}'")
         go = Go(byoyomi_ms=spec.setting("byoyomi"), nodes=spec.setting("nodes"), depth=spec.setting("depth"))
         return UsiOpponent(name, argv, go, timeout_s, dict(spec.options))
     raise ValueError(f"'{name}' is not an engine anchor (one of: {ANCHOR_FORMS})")

@@ -161,7 +161,7 @@ def _player(side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generat
 
 
 def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playouts: int | None = None,
-               parallel: int = 16, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
+               parallel: int | None = None, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
                resign_threshold: float = 0.0, record_dir: str | Path | None = None,
                names: tuple[str, str] = ("A", "B"),
                on_game: Callable[[MatchGame, MatchResult], None] | None = None,
@@ -170,8 +170,9 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
 
     Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap and
     `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches, however many
-    games are running); `playouts` defaults to `cfg.gate.playouts`, `openings` (suite lines) to the
-    file `cfg.gate.openings` (or the shipped suite). The suite is shuffled by `seed` and pairs take
+    games are running); `playouts` defaults to `cfg.gate.playouts`, `parallel` to
+    `cfg.gate.games_in_parallel`, `openings` (suite lines) to the file `cfg.gate.openings` (or the
+    shipped suite). The suite is shuffled by `seed` and pairs take
     its lines from slot `opening_offset` on (a gate passes generation x pairs, so successive gates
     use different lines). Games count when their pair is complete (a last unpaired game of an odd
     `n_games` counts alone); they are written as CSA files to `record_dir` (if given) and reported
@@ -238,7 +239,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
             on_game(second, result)
 
     play_lockstep(players, start, finish, play_rules(gate.max_moves, cfg.search.entering_king_rule),
-                  parallel=parallel, reuse_trees=search_cfg.reuse_tree,
+                  parallel=parallel or gate.games_in_parallel, reuse_trees=search_cfg.reuse_tree,
                   should_stop=lambda _steps: result.decision != "continue")
     return result
 

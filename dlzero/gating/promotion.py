@@ -76,13 +76,14 @@ def final_decision(match: MatchResult, cap_pass_score: float) -> str:
 
 
 def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progress: bool = True, *,
-                     games: int | None = None, playouts: int | None = None, parallel: int = 16,
+                     games: int | None = None, playouts: int | None = None, parallel: int | None = None,
                      inference: InferenceConfig | None = None, seed: int = 0,
                      report: bool = True) -> GateResult:
     """Play `candidate_generation` against the current best and promote it if it wins the gate.
 
-    `games` and `playouts` override `cfg.gate.max_games` and `cfg.gate.playouts`. Games are kept as
-    CSA files under games/gen-XXXX-vs-gen-YYYY/ and the result is appended to metrics/ratings.csv.
+    `games`, `playouts` and `parallel` override `cfg.gate.max_games`, `cfg.gate.playouts` and
+    `cfg.gate.games_in_parallel`. Games are kept as CSA files under games/gen-XXXX-vs-gen-YYYY/ and
+    the result is appended to metrics/ratings.csv.
     With `report`, the result line (score, Elo with 95% interval, decision) goes to stderr.
     """
     cand_path = rd.model_path(candidate_generation)

@@ -56,8 +56,9 @@ from typing import Any
 import cshogi
 from tqdm import tqdm
 
-from dlzero.config import Config, gate_interval
+from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
+from dlzero.gate_modes import gate_interval
 from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
 from dlzero.gating.arena import MatchGame, MatchResult, play_match
 from dlzero.gating.chain import is_promoted
@@ -76,7 +77,7 @@ _WINNERS = {"black": cshogi.BLACK, "white": cshogi.WHITE, None: None}
 
 
 @dataclass
-class Batch:
+class RatingBatch:
     """The games of one pairing played in one sitting (one file under rating/)."""
 
     players: tuple[str, str]
@@ -99,7 +100,7 @@ class RateReport:
     left_out: int = 0  # stored games at other settings
 
 
-def _check_batch(data: Any) -> Batch:
+def _check_batch(data: Any) -> RatingBatch:
     """A stored batch, validated; ValueError says what is wrong."""
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
         raise ValueError(f"not a {FILE_FORMAT} file")
@@ -117,15 +118,15 @@ def _check_batch(data: Any) -> Batch:
                 or g.get("winner", "?") not in _WINNERS):
             raise ValueError(f"game {i} is malformed (black/white must be the two players, winner black, "
                              f"white or null)")
-    return Batch((players[0], players[1]), settings, games)
+    return RatingBatch((players[0], players[1]), settings, games)
 
 
-def load_batches(rd: RunDir) -> tuple[list[tuple[Path, Batch]], list[str]]:
+def load_batches(rd: RunDir) -> tuple[list[tuple[Path, RatingBatch]], list[str]]:
     """Every readable batch file of the run (sorted by name) and one problem line per unreadable one."""
     return load_batch_folder(rd.rating_dir)
 
 
-def load_batch_folder(folder: Path) -> tuple[list[tuple[Path, Batch]], list[str]]:
+def load_batch_folder(folder: Path) -> tuple[list[tuple[Path, RatingBatch]], list[str]]:
     """Every readable batch file in `folder` (sorted by name; a run's rating/ or games kept elsewhere,
     such as an A/B's games between runs) and one problem line per unreadable one."""
     out, problems = [], []
@@ -402,7 +403,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
             need = cfg.rate.games - start
             settings = settings_for((a, b), cfg, engines, suite)
             path = _batch_path(rd, a, b, settings, start)
-            batch = Batch((a, b), settings)
+            batch = RatingBatch((a, b), settings)
             seed = _seed(a, b)  # one shuffle of the opening suite per pairing; top-ups continue along it
             bar.set_postfix_str(f"{a} vs {b}")
 

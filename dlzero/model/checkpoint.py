@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from dlzero.config import ConfigError, ModelConfig, _build, config_to_dict
+from dlzero.config import ConfigError, ModelConfig, config_to_dict, model_config_from_dict
 from dlzero.data.atomic import atomic_write_bytes
 from dlzero.encoding import ENCODER_VERSION
 from dlzero.errors import ModelFileError
@@ -84,22 +84,28 @@ def save_model(model: PolicyValueNet, path: str | Path, meta: ModelMetadata | No
 
 def check_header(payload: Any, path: str | Path) -> tuple[ModelConfig, ModelMetadata]:
     """Validate the non-weight fields of a model payload; return its config and metadata."""
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ModelFileError(f"{path}: not a dlzero model file")
-    version = payload.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path}: model format version {version} is newer than this dlzero understands ({FORMAT_VERSION}); "
-            "upgrade dlzero")
+    check_format(payload, path, FORMAT, FORMAT_VERSION, "dlzero model file")
     if payload.get("encoder_version") != ENCODER_VERSION:
         raise ModelFileError(
             f"{path}: model was trained on input encoding v{payload.get('encoder_version')}, "
             f"this dlzero encodes v{ENCODER_VERSION}")
     try:
-        cfg = _build(ModelConfig, payload.get("model_config") or {}, "model")
+        cfg = model_config_from_dict(payload.get("model_config") or {})
     except ConfigError as exc:
         raise ModelFileError(f"{path}: bad model config inside the file: {exc}") from None
     return cfg, ModelMetadata.from_dict(payload.get("metadata") or {})
+
+
+def check_format(payload: Any, path: str | Path, fmt: str, version: int, what: str) -> None:
+    """ModelFileError naming `path` unless `payload` is a `fmt` file (`what`, in the message) whose format
+    version this dlzero reads (at most `version`): the one header check of every file `read_payload` reads,
+    model files and the trainer's resume file alike."""
+    if not isinstance(payload, dict) or payload.get("format") != fmt:
+        raise ModelFileError(f"{path}: not a {what}")
+    found = payload.get("format_version")
+    if not isinstance(found, int) or found > version:
+        raise ModelFileError(f"{path}: {what} format version {found} is newer than this dlzero understands "
+                             f"({version}); upgrade dlzero")
 
 
 def read_payload(path: str | Path) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from tqdm import tqdm
 from dlzero.data.atomic import atomic_write_text
 from dlzero.errors import ConfigError, PositionError
 from dlzero.play.material import PAWN, SUITE_VALUES, captures, material
-from dlzero.position import parse_position, position_string
+from dlzero.position import parse_position, position_string, start_board, start_position
 from dlzero.resources import config_path
 from dlzero.search import Search, Tree, root_winrate
 
@@ -76,12 +76,9 @@ def line_keys(line: str) -> list[str]:
 
 def _board_keys(board: cshogi.Board) -> list[str]:
     """`position_key` of every position `board` went through, its first position first, itself last."""
-    first = board.copy()
-    moves = list(board.history)
-    for _ in moves:
-        first.pop()
+    first = start_board(board)
     keys = [position_key(first)]
-    for move in moves:
+    for move in board.history:
         first.push(move)
         keys.append(position_key(first))
     return keys
@@ -247,7 +244,7 @@ def generate_suite(count: int, seed: int, settings: SuiteSettings, *, policy: Po
     while len(lines) < count and tries < limit:
         tries += 1
         board = _random_prefix(prefixes[int(rng.integers(len(prefixes)))], rng)
-        start_sfen = _first_sfen(board)
+        start_sfen = start_position(board)
         plies = int(rng.integers(settings.min_plies, settings.max_plies + 1))
         if not _sample_plies(board, plies, policy, rng):
             continue
@@ -273,13 +270,6 @@ def _clear_of(board: cshogi.Board, along: set[str], ends: set[str]) -> bool:
     `ends` after its first position."""
     keys = _board_keys(board)
     return keys[-1] not in along and ends.isdisjoint(keys[1:])
-
-
-def _first_sfen(board: cshogi.Board) -> str:
-    first = board.copy()
-    for _ in range(len(board.history)):
-        first.pop()
-    return first.sfen()
 
 
 def _random_prefix(start: cshogi.Board, rng: np.random.Generator) -> cshogi.Board:

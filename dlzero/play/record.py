@@ -39,6 +39,7 @@ from dlzero.game_end import (
     END_SUPERIOR_REPETITION,
     Verdict,
 )
+from dlzero.position import start_board
 
 # a verdict's reason -> the hcpe3 flag stored with the winner; every other reason has none
 RESULT_FLAGS = {
@@ -66,9 +67,6 @@ def opening_record(board: cshogi.Board) -> Hcpe3Game:
 
     A game from an opening line is stored from the line's start, so training sees the same ply count
     and repetition history as the players did."""
-    start = board.copy()
-    for _ in range(len(board.history)):
-        start.pop()
-    record = Hcpe3Game.from_board(start)
+    record = Hcpe3Game.from_board(start_board(board))
     record.moves = [MoveRecord(cshogi.move16(m)) for m in board.history]
     return record

@@ -35,6 +35,7 @@ from typing import IO
 import cshogi
 
 from dlzero.errors import DlzeroError
+from dlzero.position import position_string, start_position
 
 log = logging.getLogger("dlzero.play.usi")
 
@@ -42,7 +43,7 @@ QUIT_GRACE_S = 5.0  # how long a polite `quit` may take before the process is ki
 _LIVE: weakref.WeakSet[UsiClient] = weakref.WeakSet()
 
 
-class UsiEngineError(DlzeroError):
+class UsiClientError(DlzeroError):
     """An outside engine could not be started, died, refused an option, or did not answer in time."""
 
 
@@ -87,12 +88,7 @@ class SearchResult:
 def position_command(board: cshogi.Board) -> str:
     """`position ...` for a board: its start position and every move since, so the engine sees the
     history (repetitions) exactly as the game went."""
-    start = board.copy()
-    for _ in range(len(board.history)):
-        start.pop()
-    head = "startpos" if start.sfen() == cshogi.STARTING_SFEN else f"sfen {start.sfen()}"
-    moves = " ".join(cshogi.move_to_usi(m) for m in board.history)
-    return f"position {head}" + (f" moves {moves}" if moves else "")
+    return "position " + position_string(board, start_position(board))
 
 
 def _option_value(value: object) -> str:
@@ -147,7 +143,7 @@ class UsiClient:
                  options: Mapping[str, object] | None = None, timeout_s: float = 120.0) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.argv:
-            raise UsiEngineError(f"engine '{name or '?'}': empty command")
+            raise UsiClientError(f"engine '{name or '?'}': empty command")
         self.name = name or self.argv[0]
         self.timeout_s = timeout_s
         self.id_name = ""  # what the engine calls itself (`id name`)
@@ -180,7 +176,7 @@ class UsiClient:
                                           stderr=subprocess.PIPE, text=True, bufsize=1)
         except OSError as exc:
             self._proc = None
-            raise UsiEngineError(f"engine '{self.name}': cannot start {shlex.join(self.argv)!r}: {exc}") from None
+            raise UsiClientError(f"engine '{self.name}': cannot start {shlex.join(self.argv)!r}: {exc}") from None
         _LIVE.add(self)
         self._lines = queue.Queue()  # a fresh queue: nothing of an earlier process can be read as this one's
         threading.Thread(target=self._pump, args=(self._proc.stdout, self._lines), daemon=True).start()
@@ -295,9 +291,9 @@ class UsiClient:
         if lines is not None:
             lines.put(None)
 
-    def _fail(self, what: str) -> UsiEngineError:
+    def _fail(self, what: str) -> UsiClientError:
         tail = " | ".join(self._stderr)
-        return UsiEngineError(f"engine '{self.name}' ({shlex.join(self.argv)}): {what}"
+        return UsiClientError(f"engine '{self.name}' ({shlex.join(self.argv)}): {what}"
                               + (f"; stderr: {tail}" if tail else ""))
 
     def _send(self, line: str) -> None:

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 import cshogi
 
 from dlzero.play.game import Game
-from dlzero.play.usi_client import Go, UsiClient, UsiEngineError
+from dlzero.play.usi_client import Go, UsiClient, UsiClientError
 
-__all__ = ["UsiEngineError", "UsiOpponent"]
+__all__ = ["UsiClientError", "UsiOpponent"]
 
 log = logging.getLogger("dlzero.play.usi")
 

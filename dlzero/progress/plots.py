@@ -18,7 +18,6 @@ break a run.
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import matplotlib
@@ -26,7 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
-from dlzero.data.atomic import atomic_write_bytes  # noqa: E402
+from dlzero.data.atomic import atomic_write_png  # noqa: E402
 from dlzero.gating.chain import Gate, gate_chain, optional_number, read_gates  # noqa: E402
 from dlzero.gating.elo_fit import main_reference, scale_label  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
@@ -170,11 +169,8 @@ def plot_progress(rd: RunDir) -> Path:
                      transform=ax_time.transAxes)
         ax_time.set_title("anchored strength by wall time")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
     rd.metrics_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(rd.progress_png, buf.getvalue())
+    atomic_write_png(rd.progress_png, fig)
     return rd.progress_png
 
 
@@ -194,10 +190,7 @@ def plot_anchored_curve(elo_csv: str | Path, out: str | Path, title: str = "anch
         ax.text(0.5, 0.5, "no rated models", ha="center", va="center", transform=ax.transAxes)
     ax.set_title(title)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_png(path, fig)
     return path

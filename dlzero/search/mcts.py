@@ -202,9 +202,9 @@ class Search:
         root instead of restarting Sequential Halving on what is left; with `guard` off the mate
         guard waits for the last slice (`guard_roots`), as it would run once on an unsliced search.
         """
-        targets = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
-        for tree, target in zip(trees, targets, strict=True):
-            tree.playouts, tree.target, tree.collisions, tree.inflight = 0, target, 0, 0
+        wanted = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
+        for tree, n in zip(trees, wanted, strict=True):
+            tree.playouts_done, tree.playouts_wanted, tree.collisions, tree.inflight = 0, n, 0, 0
             if not resume:
                 tree.gumbel = None
             self.start_gumbel(tree)  # a reused root is already expanded; a new one starts in `_expand`
@@ -290,7 +290,7 @@ class Search:
         leaves: list[_Leaf] = []
         self.encoder.begin(buffer)
         for tree in trees:
-            want = min(per_tree, tree.target - tree.playouts - tree.inflight)
+            want = min(per_tree, tree.playouts_wanted - tree.playouts_done - tree.inflight)
             misses = 0
             while want > 0 and misses <= want:
                 outcome = self._descend(tree, leaves)
@@ -442,7 +442,7 @@ class Search:
             return
         cfg = self.cfg
         value = root.nn_value if root.nn_value is not None else root.q()  # v of v_mix
-        budget = max(1, tree.target - tree.playouts - spent)
+        budget = max(1, tree.playouts_wanted - tree.playouts_done - spent)
         tree.gumbel = GumbelRoot(root.prior, cfg.softmax_temperature, value, budget,
                                  cfg.gumbel_considered, self.rng if tree.noise else None, self._gumbel)
 
@@ -505,7 +505,7 @@ class Search:
                 node.w[i] += value
                 node.visits += correction
                 node.value_sum += value
-        tree.playouts += 1
+        tree.playouts_done += 1
         self.stats.playouts += 1
 
     def _undo_virtual_loss(self, path: list[tuple[Node, int]]) -> None:

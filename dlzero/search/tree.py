@@ -29,8 +29,8 @@ class Tree:
     board: cshogi.Board
     root: Node = field(default_factory=Node)
     noise: bool = False          # add Dirichlet noise to the root priors (self-play)
-    playouts: int = 0            # playouts completed in the current `run`
-    target: int = 0              # playouts wanted in the current `run`
+    playouts_done: int = 0       # playouts completed in the current `run`
+    playouts_wanted: int = 0     # playouts the current `run` asked for
     collisions: int = 0
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
@@ -43,7 +43,7 @@ class Tree:
 
     @property
     def done(self) -> bool:
-        return self.playouts >= self.target
+        return self.playouts_done >= self.playouts_wanted
 
     def advance(self, move: int, reuse: bool = True) -> None:
         """Play `move` at the root; with `reuse`, the subtree below it becomes the new tree.

@@ -36,7 +36,7 @@ from tqdm import tqdm
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe3 import Hcpe3Game, is_committed, read_hcpe3, read_sidecar, write_hcpe3
 from dlzero.teacher.base import Teacher, TeacherError
-from dlzero.teacher.label import PlaySettings, play_games, relabel_games
+from dlzero.teacher.label import PlaySettings, play_teacher_games, relabel_games
 from dlzero.teacher.sources import SourceGame, opening_lines, read_source_games
 from dlzero.teacher.spec import open_teacher, parse_spec
 
@@ -127,7 +127,9 @@ def _run_part(task: _Task) -> _PartDone:
     started = time.perf_counter()
     report = _WORKER["progress"].put
     if task.games is None:
-        games, positions = play_games(teacher, _WORKER["openings"], task.n_games, task.seed, _WORKER["play"], report)
+        games, positions = play_teacher_games(teacher, _WORKER["openings"], task.n_games, task.seed, _WORKER["play"],
+                                              report)
+
     else:
         games, positions = relabel_games(teacher, task.games, report)
     seconds = time.perf_counter() - started

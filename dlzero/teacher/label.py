@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import cshogi
 import numpy as np
 
+from dlzero.config import SearchConfig, SelfplayConfig
 from dlzero.data.hcpe3 import Hcpe3Game
 from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, Verdict, game_end
 from dlzero.play.game import END_RESIGN, play_rules
@@ -38,11 +39,13 @@ Report = Callable[[int], None]  # told how many positions were just labelled
 
 @dataclass(frozen=True)
 class PlaySettings:
-    """How the teacher's own games go (the rules are those of dlzero's self-play)."""
+    """How the teacher's own games go (the rules are those of dlzero's self-play).
 
-    sample_plies: int = 12  # teacher moves per game drawn from its policy (selfplay.random_plies)
-    max_moves: int = 320  # the move number at which a game is a draw (selfplay.max_moves)
-    declaration: str = "27"  # entering-king rule (search.entering_king_rule)
+    The defaults are the config's own defaults of those keys, so the two cannot drift apart."""
+
+    sample_plies: int = SelfplayConfig.random_plies  # teacher moves per game drawn from its policy
+    max_moves: int = SelfplayConfig.max_moves  # the move number at which a game is a draw
+    declaration: str = SearchConfig.entering_king_rule  # entering-king rule
 
 
 def _mate_in_one(board: cshogi.Board) -> int:
@@ -111,8 +114,9 @@ def _new_game(openings: Sequence[str], rng: np.random.Generator, rules: GameRule
     raise ValueError("the opening suite's lines are finished games")
 
 
-def play_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: int, settings: PlaySettings,
-               report: Report) -> tuple[list[Hcpe3Game], int]:
+def play_teacher_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: int, settings: PlaySettings,
+                       report: Report) -> tuple[list[Hcpe3Game], int]:
+
     """`n_games` games of the teacher against itself: (the games with at least one ply, positions labelled)."""
     rng = np.random.default_rng(seed)
     rules = play_rules(settings.max_moves, settings.declaration)

@@ -48,7 +48,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from dlzero.data.hcpe import legal_move16s
-from dlzero.play.usi_client import UsiClient, UsiEngineError
+from dlzero.play.usi_client import UsiClient, UsiClientError
 from dlzero.search.result import EVAL_COEF, MAX_CP
 from dlzero.teacher.base import Label, Query, Teacher, TeacherError
 
@@ -137,7 +137,7 @@ class UsiTeacher(Teacher):
             raise TeacherError("usi teacher: eval_scale, temperature and timeout must be positive")
         try:
             self._engine = UsiClient(command, name=f"usi:{command}", options=options, timeout_s=timeout_s)
-        except UsiEngineError as exc:
+        except UsiClientError as exc:
             raise TeacherError(str(exc)) from None
         self.name = f"usi:{command}"
         self.go = go
@@ -157,7 +157,7 @@ class UsiTeacher(Teacher):
         if self._new_game:
             try:
                 self._engine.new_game()
-            except UsiEngineError as exc:
+            except UsiClientError as exc:
                 self.close()
                 raise TeacherError(str(exc)) from None
             self._new_game = False
@@ -169,14 +169,14 @@ class UsiTeacher(Teacher):
         try:
             infos, reply = self._engine.search(query.usi(), self.go)
             return infos, (reply + [""])[1]
-        except UsiEngineError as exc:
+        except UsiClientError as exc:
             log.warning("%s; restarting the engine and asking again", exc)
             self.close()
         self._start()
         try:
             infos, reply = self._engine.search(query.usi(), self.go)
             return infos, (reply + [""])[1]
-        except UsiEngineError as exc:
+        except UsiClientError as exc:
             self.close()
             raise TeacherError(str(exc)) from None
 

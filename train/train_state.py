@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from dlzero.config import ConfigError, ModelConfig, _build, config_to_dict
+from dlzero.config import ConfigError, ModelConfig, config_to_dict, model_config_from_dict
 from dlzero.data.atomic import atomic_write_bytes
 from dlzero.errors import ModelFileError
-from dlzero.model.checkpoint import model_name, read_payload
+from dlzero.model.checkpoint import check_format, model_name, read_payload
 
 FORMAT = "dlzero-train"
 FORMAT_VERSION = 1
@@ -54,15 +54,10 @@ def save_checkpoint(path: Path, model_cfg: ModelConfig, parts: dict[str, Any]) -
 def load_checkpoint(path: Path, model_cfg: ModelConfig) -> dict[str, Any]:
     """Read and check a checkpoint for a network of `model_cfg`; ModelFileError names what is wrong."""
     payload = read_payload(path)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ModelFileError(f"{path}: not a dlzero training checkpoint")
-    version = payload.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path}: checkpoint format {version} is newer than this dlzero reads ({FORMAT_VERSION})")
+    check_format(payload, path, FORMAT, FORMAT_VERSION, "dlzero training checkpoint")
     theirs, ours = payload.get("model_config"), config_to_dict(model_cfg)
     with contextlib.suppress(ConfigError):  # fill in keys added since it was written; unreadable: a mismatch
-        theirs = config_to_dict(_build(ModelConfig, theirs, "model"))
+        theirs = config_to_dict(model_config_from_dict(theirs))
     if theirs != ours:
         raise ModelFileError(
             f"{path}: checkpoint is for another network ({theirs}) but the config asks for "
