@@ -1,4 +1,5 @@
-"""Playing games: every game dlzero plays (self-play, the gate, ratings, `dlzero match`) is played here.
+"""Playing games: every game dlzero plays (self-play, the teacher's own games, the gate, ratings,
+`dlzero match`) is played here.
 
 - `game`: a game in progress, the `MoveChooser` protocol every player follows, the rules profile
   (`play_rules`) and the one way a move is played (`play_move`);

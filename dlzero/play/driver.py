@@ -1,5 +1,5 @@
-"""Many games in lockstep: the one loop every game of dlzero is played in (self-play, the gate, ratings,
-`dlzero match`).
+"""Many games in lockstep: the one loop every game of dlzero is played in (self-play, the teacher's own
+games, the gate, ratings, `dlzero match`).
 
 Each step, each player in turn moves in every game where it is to move, all at once: a searching
 player runs one `Search.run` over all those games, so its network sees one batch of many games

@@ -1,9 +1,9 @@
 """A game in progress, what a player is, and the rules and the move that every game of dlzero goes by.
 
-Self-play, the gate, ratings and `dlzero match` play the same game: one rules profile (`play_rules`),
-one way to play a move (`play_move`: the board and every player's search tree move together), and one
-protocol for whoever picks the moves (`MoveChooser`: the search, the random mover, alpha-beta, USI
-engines). `dlzero.play.driver` runs many such games in lockstep.
+Self-play, the teacher's own games, the gate, ratings and `dlzero match` play the same game: one rules
+profile (`play_rules`), one way to play a move (`play_move`: the board and every player's search tree
+move together), and one protocol for whoever picks the moves (`MoveChooser`: the search, the random
+mover, alpha-beta, USI engines, the teacher). `dlzero.play.driver` runs many such games in lockstep.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ class MoveChooser(Protocol):
     """A player: given the games where it is to move (each `Game.board` holds the full history, the
     side to move is this player), one move per game, or None to resign. It must leave the boards as it
     found them; a player that searches keeps its tree of a game in `Game.trees[self]`, and may end a
-    game itself by setting `Game.end` before its move is played (self-play adjudicates a found mate)."""
+    game itself by setting `Game.end` before its move is played (self-play adjudicates a found mate, the
+    teacher ends a game on its announced mate or declaration)."""
 
     name: str
 

@@ -1,6 +1,7 @@
 """Labelling one part: games played by the teacher, or existing games relabelled, as hcpe3 games.
 
-Teacher games run `batch_size` games in lockstep (one `label` call per ply across them). The first
+Teacher games are played as every game is, on `dlzero.play`'s driver (`play_lockstep`): the teacher is
+a player (`TeacherPlayer`) of `batch_size` games at once (one `label` call per ply across them). The first
 `sample_plies` teacher moves of a game are drawn from its policy (a teacher whose policy is one-hot,
 a USI engine without MultiPV, plays its move), later ones are its best move. A game ends by the
 rules every game goes by (`dlzero.play.play_rules`: mate, sennichite at the fourth occurrence,
@@ -28,7 +29,7 @@ import numpy as np
 from dlzero.config import SearchConfig, SelfplayConfig
 from dlzero.data.hcpe3 import Hcpe3Game
 from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, Verdict, game_end
-from dlzero.play.game import END_RESIGN, play_rules
+from dlzero.play import Game, play_lockstep, play_rules
 from dlzero.play.record import opening_record, result_byte
 from dlzero.position import parse_position, start_position
 from dlzero.teacher.base import Label, Query, Teacher, move_record
@@ -74,71 +75,120 @@ def label_positions(teacher: Teacher, queries: Sequence[Query]) -> list[Label]:
     return labels
 
 
-class _TeacherGame:
-    """One of the teacher's games in progress."""
+@dataclass(eq=False, kw_only=True)
+class TeacherGame(Game):
+    """One of the teacher's games in progress (`dlzero.play.Game`: its board from the suite line's start)
+    and its hcpe3 record so far. `serial` counts the games in the order they started."""
 
-    def __init__(self, line: str) -> None:
-        self.board = parse_position(line)
-        self.start_sfen = start_position(self.board)
-        self.record = opening_record(self.board)  # the suite's plies, replay-only
-        self.teacher_plies = 0
+    start_sfen: str
+    record: Hcpe3Game
+    serial: int
 
-    def play(self, label: Label, rng: np.random.Generator, settings: PlaySettings, rules: GameRules) -> bool:
-        """Record the labelled ply and play a move; True when the game is over (result set)."""
-        board = self.board
-        if label.move16 is None:  # resigned, or declared a win
-            self.record.result = result_byte(Verdict(board.turn, END_DECLARATION) if label.declared
-                                             else Verdict(1 - board.turn, END_RESIGN))
-            return True
+    @classmethod
+    def from_board(cls, board: cshogi.Board, serial: int) -> TeacherGame:
+        """A game from `board`, a suite line's position: its history is the opening (replay-only plies)."""
+        return cls(board, opening_plies=len(board.history), start_sfen=start_position(board),
+                   record=opening_record(board), serial=serial)
+
+    def finished(self) -> Hcpe3Game:
+        """The record, its result set from how the game ended (once `end` is set)."""
+        self.record.result = result_byte(self.end)
+        return self.record
+
+
+class TeacherPlayer:
+    """The teacher as a player (`dlzero.play.MoveChooser`) of both sides of its games: one
+    `label_positions` call per ply across every game it is to move in, each ply recorded as a
+    training target before its move is played.
+
+    The games are labelled, and the sampled moves drawn from `rng`, in the order the games started,
+    not in the order of the driver's slots (where a new game takes a finished one's place), so a
+    seed gives the same games however the slots fall. A label without a move ends the game: a
+    declaration win for the side to move, or (no `end` set) its resignation. A proven label ends the
+    game with its move as a win for the mover, unless the rules end it there first (the move cap, a
+    fourth occurrence): the rules come first, as for every move.
+    """
+
+    def __init__(self, teacher: Teacher, sample_plies: int, rules: GameRules, rng: np.random.Generator,
+                 report: Report) -> None:
+        self.name = teacher.name
+        self.teacher = teacher
+        self.sample_plies = sample_plies
+        self.rules = rules
+        self.rng = rng
+        self.report = report
+        self.steps = 0  # `choose` calls: plies played in lockstep
+        self.positions = 0  # labels with a move: the training targets recorded
+
+    def choose(self, games: Sequence[TeacherGame]) -> list[int | None]:
+        """Label every game's position (in one call), record the plies and return the moves."""
+        order = sorted(range(len(games)), key=lambda i: games[i].serial)
+        labels = label_positions(self.teacher, [Query(games[i].start_sfen, games[i].board) for i in order])
+        moves: list[int | None] = [None] * len(games)
+        for i, label in zip(order, labels, strict=True):
+            moves[i] = self._move(games[i], label)
+        labelled = sum(label.move16 is not None for label in labels)
+        self.steps += 1
+        self.positions += labelled
+        self.report(labelled)
+        return moves
+
+    def _move(self, game: TeacherGame, label: Label) -> int | None:
+        """Record the labelled ply and return the move to play (the first `sample_plies` drawn from the
+        policy), or None when the teacher resigned or declared."""
+        board = game.board
+        if label.move16 is None:
+            if label.declared:
+                game.end = Verdict(board.turn, END_DECLARATION)
+            return None
         move16 = label.move16
-        if self.teacher_plies < settings.sample_plies and len(label.policy) > 1 and not label.proven:
+        if game.played < self.sample_plies and len(label.policy) > 1 and not label.proven:
             probs = np.array([p for _, p in label.policy])
-            move16 = label.policy[rng.choice(len(probs), p=probs / probs.sum())][0]
-        self.record.moves.append(move_record(label, move16))
-        board.push(board.move_from_move16(move16))
-        self.teacher_plies += 1
-        verdict = game_end(board, rules)
-        if verdict is not None:
-            self.record.result = result_byte(verdict)
-        elif label.proven:  # the teacher sees a mate: the game is won for the side that just moved
-            self.record.result = result_byte(Verdict(1 - board.turn, END_MATE))
-        return verdict is not None or label.proven
-
-
-def _new_game(openings: Sequence[str], rng: np.random.Generator, rules: GameRules) -> _TeacherGame:
-    """A game from a random suite line that is not already over."""
-    for _ in range(100):
-        game = _TeacherGame(openings[int(rng.integers(len(openings)))])
-        if game_end(game.board, rules) is None:
-            return game
-    raise ValueError("the opening suite's lines are finished games")
+            move16 = label.policy[self.rng.choice(len(probs), p=probs / probs.sum())][0]
+        game.record.moves.append(move_record(label, move16))
+        move = board.move_from_move16(move16)
+        if label.proven:  # the teacher sees a mate: the plies left to it would teach little
+            board.push(move)
+            by_rules = game_end(board, self.rules)
+            board.pop()
+            if by_rules is None:
+                game.end = Verdict(board.turn, END_MATE)
+        return move
 
 
 def play_teacher_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: int, settings: PlaySettings,
                        report: Report) -> tuple[list[Hcpe3Game], int]:
+    """`n_games` games of the teacher against itself, `teacher.batch_size` at a time on the driver
+    (`dlzero.play.play_lockstep`): (the games with at least one ply, positions labelled).
 
-    """`n_games` games of the teacher against itself: (the games with at least one ply, positions labelled)."""
+    Each game starts at a random suite line that is not already over. The games come back in the
+    order they ended, those that ended at the same step of the driver in the order they started (not
+    in the order of the slots they ended in)."""
     rng = np.random.default_rng(seed)
     rules = play_rules(settings.max_moves, settings.declaration)
-    lockstep = max(1, min(n_games, teacher.batch_size))
-    active: list[_TeacherGame] = []
-    done: list[Hcpe3Game] = []
-    started = positions = 0
-    while started < n_games or active:
-        while len(active) < lockstep and started < n_games:
-            active.append(_new_game(openings, rng, rules))
-            started += 1
-        labels = label_positions(teacher, [Query(g.start_sfen, g.board) for g in active])
-        still = []
-        for game, label in zip(active, labels, strict=True):
-            positions += label.move16 is not None
-            if not game.play(label, rng, settings, rules):
-                still.append(game)
-            elif game.teacher_plies:  # a game the teacher resigned at once holds no label: nothing to train on
-                done.append(game.record)
-        report(sum(label.move16 is not None for label in labels))
-        active = still
-    return done, positions
+    player = TeacherPlayer(teacher, settings.sample_plies, rules, rng, report)
+    started = 0
+    ended: list[tuple[int, int, Hcpe3Game]] = []  # (step, serial, record)
+
+    def start() -> TeacherGame | None:
+        nonlocal started
+        if started >= n_games:
+            return None
+        started += 1
+        for _ in range(100):
+            board = parse_position(openings[int(rng.integers(len(openings)))])
+            if game_end(board, rules) is None:
+                return TeacherGame.from_board(board, started)
+        raise ValueError("the opening suite's lines are finished games")
+
+    def on_end(game: TeacherGame) -> None:
+        if game.played:  # a game the teacher resigned at once holds no label: nothing to train on
+            ended.append((player.steps, game.serial, game.finished()))
+
+    play_lockstep([player], start, on_end, rules, parallel=max(1, min(n_games, teacher.batch_size)),
+                  reuse_trees=False)
+    ended.sort(key=lambda e: e[:2])
+    return [record for _, _, record in ended], player.positions
 
 
 def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report) -> tuple[list[Hcpe3Game], int]:
