@@ -53,7 +53,7 @@ def main() -> None:
     else:
         evaluator = NullEvaluator()
     evaluator.evaluate = timed("network", evaluator.evaluate)
-    for name in ("leaf_proof", "legal_moves_and_labels", "repetition_count", "batch_softmax_priors"):
+    for name in ("leaf_proof", "legal_moves_and_labels", "repetition_count", "softmax_rows_into"):
         setattr(mcts, name, timed(name, getattr(mcts, name)))
     if mcts.COMPILED_SELECT:
         mcts._compiled_descend = timed("descend (C)", mcts._compiled_descend)

@@ -79,3 +79,58 @@ def test_equal_keys_mean_equal_planes_over_random_games():
             by_key[key] = planes
             assert by_planes.setdefault(planes.tobytes(), key) == key
     assert len(by_key) > 1000
+
+
+def test_the_cache_counts_the_bytes_it_holds():
+    """Issue 40: `search.hash_mb` bounds the tree and the evaluation cache together, so the cache's count must be
+    what its entries hold: tracemalloc sees at most that (the count adds the allocators' rounding), and not far
+    below; replacing and dropping entries keeps it."""
+    import tracemalloc
+
+    from dlzero.encoding import input_key
+    from dlzero.search.evalcache import EvalCache, entry_bytes
+
+    rng = random.Random(3)
+    boards = []
+    for _ in range(40):
+        board = cshogi.Board()
+        for _ in range(60):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+            boards.append(board.copy())
+    cache = EvalCache()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        flat = np.zeros(sum(len(list(b.legal_moves)) for b in boards), np.float32)  # a batch's priors, as the search's
+        start = 0
+        for board in boards:
+            k = len(list(board.legal_moves))
+            cache.put(input_key(board), flat[start:start + k], (start % 7) / 7, capacity=10**6)
+            start += k
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(cache) > 1000
+    assert 0.75 < used / cache.memory < 1.0  # small objects: the rounding is a fifth of what they ask for
+    first = input_key(boards[0])
+    cache.put(first, np.zeros(3, np.float32), 0.5, capacity=10**6)  # replaced in place: its bytes are the new prior's
+    cache.put(input_key(cshogi.Board()), np.zeros(5, np.float32), 0.5, capacity=100)  # drops all but 100
+    assert len(cache) == 100 and cache.get(first) is None
+    assert cache.memory == sum(entry_bytes(prior) for prior, _ in cache._entries.values())
+    cache.clear()
+    assert len(cache) == 0 and cache.memory == 0
+
+
+def test_the_memory_budget_counts_the_cache():
+    """A search whose cache grows beside its tree stops when the two reach the budget, the tree below it (counted
+    alone, as before issue 40, the tree would have grown to the budget)."""
+    cfg = SearchConfig(nn_cache_size=10**6, root_mate_depth=0, leaf_mate_depth=0, hash_mb=1)
+    search = Search(Recording(), cfg)
+    tree = Tree(parse_position("startpos"))
+    search.run([tree], 10**5, leaves_per_tree=8)
+    assert search.tree_full(tree) and tree.nodes < cfg.node_limit
+    assert tree.memory < 1 << 20 <= tree.memory + search.cache.memory
+    assert search.cache.memory > (1 << 20) // 8  # a fifth or so: an entry holds less than a node

@@ -29,7 +29,7 @@ def _tree(prior: dict[int, float], visits: dict[int, int], q: dict[int, float],
           clean: dict[int, float] | None = None) -> Tree:
     """Start position; root moves by index with the given (noisy) priors, visits and Q."""
     board = cshogi.Board()
-    moves, labels = legal_moves_and_labels(board)
+    moves, _ = legal_moves_and_labels(board)
     k = len(moves)
 
     def spread(d: dict[int, float]) -> np.ndarray:
@@ -38,7 +38,7 @@ def _tree(prior: dict[int, float], visits: dict[int, int], q: dict[int, float],
 
     tree = Tree(board)
     root = tree.root
-    root.expand(moves, labels, spread(prior))
+    root.expand(moves, spread(prior))
     for i, n in visits.items():
         root.n[i] = n
         root.w[i] = n * q[i]

@@ -314,7 +314,12 @@ def test_a_search_in_slices_grows_the_tree_of_one_search_and_guards_it_once(algo
 @pytest.mark.parametrize("compiled", [False, True])
 def test_batch_softmax_equals_the_one_row_softmax(compiled, monkeypatch):
     import dlzero.search.mcts as mcts
-    from dlzero.search.mcts import batch_softmax_priors, softmax_priors
+    from dlzero.search.mcts import softmax_priors, softmax_rows_into, split_rows
+
+    def batch_softmax_priors(logits: np.ndarray, labels: list[np.ndarray], temperature: float) -> list[np.ndarray]:
+        flat = np.empty(sum(len(x) for x in labels), dtype=np.float32)
+        softmax_rows_into(logits, labels, temperature, flat)
+        return split_rows(flat, labels)
 
     if compiled and mcts._compiled_softmax_rows is None:
         pytest.skip("the compiled priors were not built")

@@ -11,6 +11,10 @@ each measurement and reports medians.
 `layouts` each way of spending the cores on the network: inference threads per call x calls in
 flight (`search.eval_streams`), e.g. 2x1 (one call using two threads) against 1x2 (two one-thread
 calls side by side while the tree thread collects the next batch).
+Every row also gives the search's memory a node: `tree_bytes_per_node`, the bytes its trees hold as counted
+against `search.hash_mb` (`Tree.memory`, dlzero.search.node) over their nodes, and `rss_bytes_per_node`, the
+growth of the process's resident memory over the timed search (after a warm-up at the same batch) over the
+nodes it added: the figure the memory budget has to bound.
 """
 
 from __future__ import annotations
@@ -28,21 +32,42 @@ from dlzero.engine.layout import engine_inference, engine_streams
 from dlzero.errors import ConfigError
 from dlzero.inference import Evaluator, NullEvaluator
 from dlzero.search import Search, Tree, split_leaves
+from dlzero.search.heap import rss_bytes, trim_heap
 
 
-def _search_rate(ev: Evaluator, cfg: Config, batch: int, trees: int, playouts: int) -> float:
-    """Simulations per second: `trees` trees from mid-game positions, `batch` leaves per network call."""
+@dataclasses.dataclass
+class _Measured:
+    """One timed search: its speed and its memory a node."""
+
+    sims_per_s: float
+    tree_bytes_per_node: float
+    rss_bytes_per_node: float | None  # None where the resident size cannot be read (not Linux)
+
+
+def _search_rate(ev: Evaluator, cfg: Config, batch: int, trees: int, playouts: int, keep: list[Tree]) -> _Measured:
+    """Simulations per second and bytes a node: `trees` trees from mid-game positions, `batch` leaves per network
+    call. The searched trees go to `keep`, which the caller holds to the end: freed, their Python objects would
+    leave CPython's allocator with resident free space that the next measurement's tree filled without growing
+    the process (its RSS growth fell to half its tree's bytes)."""
     boards = sample_boards(trees, seed=1, min_ply=20, max_ply=40)
     per_tree = split_leaves(batch, trees)
     search = Search(ev, dataclasses.replace(cfg.search, leaves_per_tree=per_tree))
     forest = [Tree(b.copy()) for b in boards]
-    search.run(forest[:1], 2 * per_tree, leaves_per_tree=per_tree)  # warm-up (session, caches)
+    # free pages left by the rows before go back first, so that the growth is this search's own; the warm-up
+    # then brings the network's working set back, which is not the tree's
+    trim_heap()
+    search.run(forest, 2 * per_tree, leaves_per_tree=per_tree)  # warm-up (session, caches) at the full batch
     forest = [Tree(b.copy()) for b in boards]
+    before = rss_bytes()
     start = time.perf_counter()
     search.run(forest, playouts, leaves_per_tree=per_tree)
     elapsed = time.perf_counter() - start
+    after = rss_bytes()
     search.close()
-    return sum(t.playouts_done for t in forest) / elapsed
+    keep.extend(forest)
+    nodes = sum(t.nodes for t in forest)
+    grown = None if before is None or after is None else (after - before) / max(nodes - len(forest), 1)
+    return _Measured(sum(t.playouts_done for t in forest) / elapsed, sum(t.memory for t in forest) / nodes, grown)
 
 
 def _inference_rate(ev: Evaluator, batch: int, streams: int, seconds: float = 1.0) -> float:
@@ -108,8 +133,8 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
                  playouts: int, many_trees: bool = True, algorithms: list[str] | None = None,
                  layouts: list[tuple[int, int]] | None = None, rounds: int = 1) -> Iterator[dict]:
     """Rows: evaluator, algorithm, batch, trees, layout, sims_per_s (+ inference_only_per_s,
-    search_vs_inference, vs_best_inference), medians over `rounds`; each round measures every row once, in
-    alternating order.
+    search_vs_inference, vs_best_inference), tree_bytes_per_node, rss_bytes_per_node, medians over `rounds`;
+    each round measures every row once, in alternating order.
 
     A layout is inference threads x evaluation streams (`search.eval_streams` batches in flight at
     once). `inference_only_per_s` is the pure network rate in the same layout (timed around each
@@ -126,6 +151,7 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
     algorithms = algorithms or [cfg.search.algorithm]
     # default: the engine's own layout (`dlzero.engine.layout`; streams 0 are resolved once the network is loaded)
     layouts = layouts or [(engine_inference(cfg).inference.threads, cfg.search.eval_streams)]
+    searched: list[Tree] = []  # every measured tree, kept to the end (see `_search_rate`)
     for name in evaluators:
         mine = [layouts[0]] if name == "null" else layouts
         evs = {lay: NullEvaluator() if name == "null" else make_evaluator(name, model_path,
@@ -142,6 +168,7 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
             runs = [(lay, algorithm, trees, per_tree) for lay in mine for algorithm in algorithms
                     for trees, per_tree in trees_list]
             sims: dict[tuple, list[float]] = {run: [] for run in runs}
+            memory: dict[tuple, list[_Measured]] = {run: [] for run in runs}
             shares: dict[tuple, list[float]] = {run: [] for run in runs}
             timed: dict[tuple, list[float]] = {run: [] for run in runs}
             for r in range(rounds):
@@ -150,7 +177,9 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
                     ev = evs[lay]
                     _use_threads(ev, lay[0])
                     before = _inference_rate(ev, batch, lay[1]) if name != "null" else 0.0
-                    sims[run].append(_search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees, per_tree))
+                    measured = _search_rate(ev, _with_layout(cfg, algorithm, *lay), batch, trees, per_tree, searched)
+                    sims[run].append(measured.sims_per_s)
+                    memory[run].append(measured)
                     if name != "null":
                         after = _inference_rate(ev, batch, lay[1])
                         timed[run] += [before, after]
@@ -163,6 +192,10 @@ def bench_search(evaluators: list[str], batches: list[int], model_path: str | No
                 if name != "null":
                     row["inference_only_per_s"] = round(statistics.median(timed[run]), 1)
                     row["search_vs_inference"] = round(statistics.median(shares[run]), 3)
+                row["tree_bytes_per_node"] = round(statistics.median(m.tree_bytes_per_node for m in memory[run]))
+                grown = [m.rss_bytes_per_node for m in memory[run] if m.rss_bytes_per_node is not None]
+                if grown:
+                    row["rss_bytes_per_node"] = round(statistics.median(grown))
                 rows.append(row)
             best = max((row.get("inference_only_per_s", 0.0) for row in rows), default=0.0)
             for row in rows:

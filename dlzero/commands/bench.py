@@ -69,7 +69,8 @@ def register(sub) -> None:
     psrv.add_argument("--json", action="store_true", help="one JSON object per line")
     psrv.set_defaults(func=run_server)
 
-    ps = bsub.add_parser("search", help="simulations/s: null evaluator, torch, onnx; one tree and many")
+    ps = bsub.add_parser("search", help="simulations/s and bytes a tree node: null evaluator, torch, onnx; one tree "
+                         "and many")
     add_config_args(ps)
     add_inference_args(ps, backend=False)
     ps.add_argument("--model", help=".pt or .onnx model (default: a random model of the config's shape)")
@@ -189,11 +190,13 @@ def run_search(args: argparse.Namespace) -> int:
     from dlzero.bench.search import bench_search, parse_layouts
 
     cfg = config_from_args(args)
-    rows = bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
-                        algorithms=args.algorithms or [cfg.search.algorithm],
-                        layouts=parse_layouts(args.layouts) if args.layouts else None, rounds=args.rounds)
+    rows = _with_cpu(bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
+                                  algorithms=args.algorithms or [cfg.search.algorithm],
+                                  layouts=parse_layouts(args.layouts) if args.layouts else None, rounds=args.rounds),
+                     args.json)
     _print_rows(rows, args.json, ["evaluator", "algorithm", "batch", "trees", "layout", "sims_per_s",
-                                  "inference_only_per_s", "search_vs_inference", "vs_best_inference"])
+                                  "inference_only_per_s", "search_vs_inference", "vs_best_inference",
+                                  "tree_bytes_per_node", "rss_bytes_per_node"])
     return 0
 
 

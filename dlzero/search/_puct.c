@@ -24,7 +24,7 @@
  *   then flipped and added up `path`, `correction` (1 - virtual loss) added to every visit count.
  *
  * softmax_rows(logits, labels, temperature, out)
- *   mcts.batch_softmax_priors' arithmetic: for each row j of `logits` (float32[B, L]) the softmax of
+ *   mcts.softmax_rows_into' arithmetic: for each row j of `logits` (float32[B, L]) the softmax of
  *   logits[j, labels[j]] / temperature (labels: a list of int32 arrays), in float64, rounded to float32
  *   into `out` (float32[sum of the lengths]) one row after the other. One pass instead of some fifteen
  *   numpy calls per batch, and no per-row array made in Python: the caller slices `out`.
@@ -512,7 +512,7 @@ static PyMethodDef methods[] = {
     {"backup", (PyCFunction)(void (*)(void))backup, METH_FASTCALL,
      "Add a leaf's value up its path (see dlzero.search.mcts.Search._backup)."},
     {"softmax_rows", (PyCFunction)(void (*)(void))softmax_rows, METH_FASTCALL,
-     "Softmax of each row's logits at its labels (see dlzero.search.mcts.batch_softmax_priors)."},
+     "Softmax of each row's logits at its labels (see dlzero.search.mcts.softmax_rows_into)."},
     {NULL, NULL, 0, NULL},
 };
 

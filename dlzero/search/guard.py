@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import cshogi
 
-from dlzero.search.node import NODE_BYTES, Node
+from dlzero.search.node import NODE_BYTES, PARENT_BYTES, Node
 from dlzero.search.result import child_proof, chosen_index
 from dlzero.search.tree import Tree
 
@@ -70,6 +70,8 @@ def guard_root(tree: Tree, nodes: int) -> int:
             break
         child = root.children[i]
         if child is None:
+            if all(c is None for c in root.children):  # a root the search never went through (Node.size counts it)
+                tree.memory += PARENT_BYTES
             child = root.children[i] = Node()
             tree.nodes += 1
             tree.memory += NODE_BYTES

@@ -16,10 +16,11 @@ Values are win rates in [0, 1]; the network's tanh value v maps to (v + 1) / 2. 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,9 +31,11 @@ import numpy as np
 from dlzero.config import SearchConfig
 from dlzero.encoding import Encoder, input_key, legal_moves_and_labels, new_batch_buffer, repetition_count
 from dlzero.inference.base import Evaluator
+from dlzero.search.evalcache import EvalCache
 from dlzero.search.guard import guard_root
 from dlzero.search.gumbel import GumbelParams, GumbelRoot
-from dlzero.search.node import NODE_BYTES, Node, expansion_bytes, order_bytes
+from dlzero.search.heap import HeapTrimmer, trim_slack
+from dlzero.search.node import NODE_BYTES, PARENT_BYTES, Node, expansion_bytes, order_bytes
 from dlzero.search.rules import leaf_proof
 from dlzero.search.select import COMPILED, PuctParams, prior_order, puct_select, puct_select_prefix
 from dlzero.search.tree import Tree
@@ -133,25 +136,29 @@ def softmax_priors(logits: np.ndarray, labels: np.ndarray, temperature: float) -
     return x.astype(np.float32)
 
 
-def batch_softmax_priors(logits: np.ndarray, labels: Sequence[np.ndarray], temperature: float) -> list[np.ndarray]:
-    """`softmax_priors` of row j of `logits` at `labels[j]` for every j, in a fixed number of numpy calls
-    (a batch's leaves at once; each list must be non-empty), or in one C pass where it is built. Equal to
-    the one-row function up to the summation order of the normaliser (float64, then rounded to float32 as
-    there). The rows come back as views of one array, in order."""
+def softmax_rows_into(logits: np.ndarray, labels: Sequence[np.ndarray], temperature: float, out: np.ndarray) -> None:
+    """`softmax_priors` of row j of `logits` at `labels[j]` for every j, written one after the other into `out`
+    (float32, as long as all of `labels` together; `split_rows` cuts it), in a fixed number of numpy calls (a
+    batch's leaves at once; each list must be non-empty), or in one C pass where it is built. Equal to the
+    one-row function up to the summation order of the normaliser (float64, then rounded to float32 as there)."""
+    if COMPILED_PRIORS:
+        _compiled_softmax_rows(np.ascontiguousarray(logits, dtype=np.float32), list(labels), float(temperature), out)
+        return
     lens = np.fromiter((len(x) for x in labels), dtype=np.int64, count=len(labels))
     starts = np.zeros(len(labels), dtype=np.int64)
     np.cumsum(lens[:-1], out=starts[1:])
-    if COMPILED_PRIORS:
-        flat = np.empty(int(lens.sum()), dtype=np.float32)
-        _compiled_softmax_rows(np.ascontiguousarray(logits, dtype=np.float32), list(labels), float(temperature), flat)
-        bounds = np.append(starts, len(flat)).tolist()
-        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     x = logits[np.repeat(np.arange(len(labels)), lens), np.concatenate(labels)].astype(np.float64)
     x /= temperature
     x -= np.repeat(np.maximum.reduceat(x, starts), lens)
     np.exp(x, out=x)
     x /= np.repeat(np.add.reduceat(x, starts), lens)
-    return np.split(x.astype(np.float32), starts[1:])
+    out[:] = x
+
+
+def split_rows(flat: np.ndarray, labels: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """`flat` cut into views as long as each of `labels`, in order."""
+    bounds = [0, *itertools.accumulate(map(len, labels))]
+    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 class Search:
@@ -165,7 +172,8 @@ class Search:
         self.buffers = [new_batch_buffer(max(cfg.leaves_per_tree, 1)) for _ in range(2)]  # two for pipelining
         self.stats = SearchStats()
         # keyed on everything the network sees (`input_key`), not the position alone
-        self.cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
+        self.cache = EvalCache()
+        self.heap = HeapTrimmer()  # keeps the process's resident memory near what the trees and cache hold
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
 
@@ -182,6 +190,7 @@ class Search:
         self._puct_args = (self._puct.c_init, self._puct.c_base, self._puct.fpu_reduction)  # `_puct.descend`'s form
         self._puct_root_args = (self._puct_root.c_init, self._puct_root.c_base, self._puct_root.fpu_reduction)
         self._gumbel = GumbelParams(cfg.gumbel_c_visit, cfg.gumbel_c_scale) if cfg.algorithm == "gumbel" else None
+        self._first_walk = 1.0 + cfg.virtual_loss  # a node's visits on the first walk through it (`_count_child`)
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
@@ -220,6 +229,7 @@ class Search:
             size = max(capacity, self.buffers[0].shape[0])
             self.buffers = [new_batch_buffer(size) for _ in range(max(streams + 1, 2))]
         buffers = self.buffers
+        self.heap.begin(self._tracked_bytes(trees), trim_slack(self.cfg.hash_mb << 20))
         start = time.perf_counter()
         with quick_gil_handoff() if streams else contextlib.nullcontext():
             self._loop(trees, per_tree, streams, buffers, should_stop, on_step)
@@ -251,17 +261,24 @@ class Search:
                 back.append(in_flight.popleft())
             if leaves:
                 batch = buffers[slot][: len(leaves)]
+                labels = [leaf.labels for leaf in leaves]
+                # the outputs' arrays are made here, in the search's thread (see `_evaluate`)
+                outputs = (np.empty(sum(map(len, labels)), dtype=np.float32),
+                           np.empty(len(leaves), dtype=np.float32))
                 t0 = time.perf_counter()
                 if streams:
-                    in_flight.append((self._executor(streams).submit(self.evaluator.evaluate, batch), leaves, t0))
+                    in_flight.append((self._executor(streams).submit(self._evaluate, batch, labels, *outputs),
+                                      leaves, t0))
                     slot = (slot + 1) % (streams + 1)
                 else:
-                    self._finish(_Done(self.evaluator.evaluate(batch)), leaves, t0)
+                    self._finish(_Done(self._evaluate(batch, labels, *outputs)), leaves, t0)
             # The new batch is already out (its leaves never depend on the batches that came back), so the
             # network works while the returned ones are expanded and backed up: with one stream it used to
             # stand idle for that whole stretch (about a fifth of the tree's time in a null-network profile).
             for returned in back:
                 self._finish(*returned)
+            if self.heap.due():
+                self.heap.check(self._tracked_bytes(trees))
             if on_step:
                 on_step()
             if should_stop and should_stop():
@@ -270,10 +287,14 @@ class Search:
             active = [t for t in active if not t.done and not self.tree_full(t)]
 
     def tree_full(self, tree: Tree) -> bool:
-        """The tree reached `search.node_limit` nodes or its `search.hash_mb` memory budget: it may
-        not grow any more (its search stops)."""
+        """The tree reached `search.node_limit` nodes, or it and the evaluation cache reached the `search.hash_mb`
+        memory budget: it may not grow any more (its search stops)."""
         budget = self.cfg.hash_mb << 20
-        return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory >= budget)
+        return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory + self.cache.memory >= budget)
+
+    def _tracked_bytes(self, trees: Sequence[Tree]) -> int:
+        """What the search holds and counts: its trees and the evaluation cache."""
+        return sum(tree.memory for tree in trees) + self.cache.memory
 
     def _executor(self, streams: int) -> ThreadPoolExecutor:
         if self._pool is not None and self._pool_size != streams:
@@ -330,8 +351,9 @@ class Search:
             root_args = None  # the walk starts below the root: PUCT's own constants from there
         node, created = _compiled_descend(node, tree.board, path, root_args, self._puct_args, self.cfg.virtual_loss,
                                           Node)
-        tree.nodes += created
-        tree.memory += created * NODE_BYTES
+        if created:  # one at most: the walk stops at the first node not expanded (`_count_child`, inline: hot)
+            tree.nodes += 1
+            tree.memory += NODE_BYTES if path[-1][0].visits != self._first_walk else NODE_BYTES + PARENT_BYTES
         return node
 
     def _walk_python(self, tree: Tree, path: list[tuple[Node, int]]) -> Node:
@@ -358,10 +380,16 @@ class Search:
         child = node.children[i]
         if child is None:
             child = node.children[i] = Node()
-            tree.nodes += 1
-            tree.memory += NODE_BYTES
+            self._count_child(tree, node)
         tree.board.push(int(node.moves[i]))
         return child
+
+    def _count_child(self, tree: Tree, parent: Node) -> None:
+        """A node was just created below `parent` (its virtual loss added): count it, and `PARENT_BYTES` when it is
+        `parent`'s first child, i.e. this is the first walk through `parent`: its own visit and this walk's
+        virtual loss are all its visits (any other walk through it, done or in flight, adds to them)."""
+        tree.nodes += 1
+        tree.memory += NODE_BYTES if parent.visits != self._first_walk else NODE_BYTES + PARENT_BYTES
 
     def _reach_leaf(self, tree: Tree, board: cshogi.Board, node: Node, path: list[tuple[Node, int]],
                     leaves: list[_Leaf]) -> bool:
@@ -383,10 +411,9 @@ class Search:
         key = input_key(board, reps) if self.cfg.nn_cache_size and keep is None else None
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
-            self.cache.move_to_end(key)
             prior, value = cached
             node.nn_value = value  # before `_expand`: a Gumbel root needs it
-            self._expand(tree, node, moves, labels, prior)
+            self._expand(tree, node, moves, prior)
             self._backup(tree, path, node, value)
             return True
         node.pending = True
@@ -394,13 +421,32 @@ class Search:
         leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
         return True
 
+    def _evaluate(self, batch: np.ndarray, labels: list[np.ndarray], priors: np.ndarray,
+                  values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The network on `batch`: the priors at `labels` (`softmax_rows_into`) written into `priors`, its values
+        into `values`; returns the two.
+
+        Pipelined, this runs in a helper thread, and everything the network returns is dropped here, in the
+        thread that made it, while the search's thread gets only arrays it made itself. When the search's
+        thread freed the network's outputs, glibc put their small blocks (tensor objects, array shapes) in
+        that thread's cache, and the tree's next arrays took them: tree blocks scattered in the helper's
+        heap split its free space, so each call's megabytes of temporaries needed new pages. A search as the
+        USI engine runs it (random 5x64 under torch, two calls in flight) grew the process by 13.6-15.9 KB a
+        node where the tree held 2.0 KB; with this, by 2.0-2.3 KB (measured in-process; tests/test_usi_hash.py
+        checks the ratio).
+        """
+        logits, raw = self.evaluator.evaluate(batch)
+        softmax_rows_into(logits, labels, self.cfg.softmax_temperature, priors)
+        values[:] = raw
+        return priors, values
+
     def _finish(self, result: Future | _Done, leaves: list[_Leaf], t0: float) -> None:
-        """Wait for a batch's network output, then expand its leaves and back up their values."""
-        logits, values = result.result()
+        """Wait for a batch's priors and values (`_evaluate`), then expand its leaves and back up their values."""
+        flat, values = result.result()
         self.stats.eval_seconds += time.perf_counter() - t0
         self.stats.evaluations += len(leaves)
         self.stats.batches += 1
-        priors = batch_softmax_priors(logits, [leaf.labels for leaf in leaves], self.cfg.softmax_temperature)
+        priors = split_rows(flat, [leaf.labels for leaf in leaves])
         for j, leaf in enumerate(leaves):
             prior = priors[j]
             value = (float(values[j]) + 1.0) * 0.5
@@ -408,11 +454,9 @@ class Search:
             node.pending = False
             leaf.tree.inflight -= 1
             node.nn_value = value  # before `_expand`: a Gumbel root needs it
-            self._expand(leaf.tree, node, leaf.moves, leaf.labels, prior)
+            self._expand(leaf.tree, node, leaf.moves, prior)
             if leaf.key is not None:
-                self.cache[leaf.key] = (prior, value)
-                if len(self.cache) > self.cfg.nn_cache_size:
-                    self.cache.popitem(last=False)
+                self.cache.put(leaf.key, prior, value, self.cfg.nn_cache_size)
             self._backup(leaf.tree, leaf.path, node, value)
 
     def close(self) -> None:
@@ -421,8 +465,8 @@ class Search:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _expand(self, tree: Tree, node: Node, moves: np.ndarray, labels: np.ndarray, prior: np.ndarray) -> None:
-        node.expand(moves, labels, prior)
+    def _expand(self, tree: Tree, node: Node, moves: np.ndarray, prior: np.ndarray) -> None:
+        node.expand(moves, prior)
         tree.memory += expansion_bytes(len(moves))
         if node is tree.root:
             self.add_root_noise(tree)

@@ -34,7 +34,7 @@ class Tree:
     collisions: int = 0
     inflight: int = 0            # leaves of this tree in a batch being evaluated
     nodes: int = 1
-    memory: int = NODE_BYTES     # estimated bytes of the tree (bounded by `search.hash_mb`)
+    memory: int = NODE_BYTES     # bytes the tree holds (dlzero.search.node; bounded by `search.hash_mb`)
     noised: bool = False
     gumbel: GumbelRoot | None = None  # the current search's Gumbel root (search.algorithm: gumbel)
     clean_prior: np.ndarray | None = None  # the root priors before noise (for the policy target)

@@ -4,7 +4,7 @@ validation as `--set` and a bad value can never reach the search.
 Units follow dlshogi where it has the option: ResignThreshold and DrawValueBlack/White are in
 permille (10 = a 1% win rate), times are in milliseconds. DrawPly 0 means "no draw by move count"
 (stored as a very large `search.max_moves`, since that key must be positive). USI_Hash (MiB) is the
-search tree's memory budget, `search.hash_mb` (0: none but the node limit).
+memory budget of the search tree and the evaluation cache, `search.hash_mb` (0: none but the node limit).
 
 The search constants carry dlshogi's option names and units: USI spins are integers, so C_init,
 C_fpu_reduction and Softmax_Temperature are in hundredths (144 = 1.44), which also gives an SPSA

@@ -1,0 +1,67 @@
+"""The evaluation cache: the network's output for inputs seen before, least recently used out first.
+
+Its own class so that it knows its bytes: `search.hash_mb` bounds the tree and this cache together
+(`Search.tree_full`), since both grow the process while a search runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+
+import numpy as np
+
+from dlzero.search.node import py_block, view_bytes
+
+__all__ = ["EvalCache"]
+
+# An entry: the key (`input_key`: a 4-tuple whose Zobrist hash and move are int objects of their own), the value
+# (a 2-tuple of the prior and a float) and the OrderedDict's share of its hash table and links (75-105 bytes an
+# entry from 1k to 100k entries, measured with tracemalloc); the prior's bytes are added per entry.
+_ODICT_ENTRY = 96
+ENTRY_BYTES = (py_block(sys.getsizeof((0, 0, 0, 0))) + py_block(sys.getsizeof(1 << 62))
+               + py_block(sys.getsizeof(1 << 20)) + py_block(sys.getsizeof((0, 0))) + py_block(sys.getsizeof(0.5))
+               + _ODICT_ENTRY)
+
+
+def entry_bytes(prior: np.ndarray) -> int:
+    """Bytes of one entry whose prior is `prior` (a view of its batch's priors: its object and its data)."""
+    return ENTRY_BYTES + view_bytes() + prior.nbytes
+
+
+class EvalCache:
+    """(prior, value) by input key, least recently used first, with `memory` the bytes the entries hold.
+
+    A prior is shared with the node it was made for while that node lives, so the tree and the cache
+    together count it twice then: the budget errs on the safe side.
+    """
+
+    def __init__(self) -> None:
+        self.memory = 0
+        self._entries: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple) -> tuple[np.ndarray, float] | None:
+        """The entry of `key`, now the most recently used, or None."""
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+        return hit
+
+    def put(self, key: tuple, prior: np.ndarray, value: float, capacity: int) -> None:
+        """Set the entry of `key` (one already there keeps its place in the order), then drop the least
+        recently used while more than `capacity` are held."""
+        old = self._entries.get(key)
+        if old is not None:
+            self.memory -= entry_bytes(old[0])
+        self._entries[key] = (prior, value)
+        self.memory += entry_bytes(prior)
+        while len(self._entries) > capacity:
+            _, (dropped, _) = self._entries.popitem(last=False)
+            self.memory -= entry_bytes(dropped)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.memory = 0
