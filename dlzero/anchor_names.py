@@ -1,6 +1,6 @@
 """Names of rating anchors and outside engines: the grammar of a `rate.anchors` entry.
 
-A name is the player (`random`, `alphabeta:N`, `gen-NNNN`, `miniosl:sample=N`, an engine such as
+A name is the player (`random`, `alphabeta:N`, `gen-NNNN`, `miniosl:sample=N[:model=PATH]`, an engine such as
 `gpsshogi:depth=D` or `usi:COMMAND;...`), so two runs that name the same anchor play the same
 opponent, and ratings files and CSVs key on it. Its own module at the config layer: the config checks
 every entry when it is loaded (`dlzero.config`), and the gate builds the players from the same
@@ -16,7 +16,8 @@ ENGINE_KINDS = ("gpsshogi", "fairy-stockfish", "usi")
 _LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
 # per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
 _ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi"), "fairy-stockfish": ("skill", "byoyomi", "nodes"), "usi": _LIMITS}
-ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, miniosl:sample=N, gpsshogi:depth=D[:byoyomi=MS], "
+ANCHOR_FORMS = ("random, alphabeta:N, gen-NNNN, miniosl:sample=N[:model=/ABSOLUTE/PATH.onnx], "
+                "gpsshogi:depth=D[:byoyomi=MS], "
                 "fairy-stockfish:skill=S:byoyomi=MS (or :nodes=N), usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS "
                 "(or nodes=N, depth=N)")
 
@@ -28,7 +29,9 @@ class AnchorName:
     `kind`: random, alphabeta, gen, miniosl, or an engine (`ENGINE_KINDS`). `value`: the N of
     alphabeta:N, gen-NNNN and miniosl:sample=N, the command line of usi:COMMAND. `settings`: an
     engine's whole-number keys (depth, skill, and the `go` limits byoyomi, nodes, depth) in the order
-    its name lists them; `options`: a usi: anchor's USI options, as written. The name is what ratings
+    its name lists them; `options`: a usi: anchor's USI options, as written, or a miniosl: anchor's
+    `model` (another ONNX file with miniosl's inputs, e.g. a later miniosl's network; absent: the
+    installed package's, so the file is part of the name and ratings never mix two networks). The name is what ratings
     files and CSVs key on, so it has one spelling: `canonical()` writes it back, and `parse_anchor`
     refuses any other spelling.
     """
@@ -47,7 +50,7 @@ class AnchorName:
         if self.kind == "gen":
             return f"gen-{self.value}"
         if self.kind == "miniosl":
-            return f"miniosl:sample={self.value}"
+            return "".join([f"miniosl:sample={self.value}", *(f":{k}={v}" for k, v in self.options)])
         fields = [f"{k}={v}" for k, v in self.options] + [f"{k}={v}" for k, v in self.settings]
         if self.kind == "usi":  # `;` as in a teacher's usi:COMMAND;Key=value: a command line may hold ':'
             return ";".join([f"usi:{self.value}", *fields])
@@ -70,8 +73,14 @@ def parse_anchor(name: str) -> AnchorName:
         return AnchorName("alphabeta", m.group(1))
     if m := re.fullmatch(r"gen-(\d{4,})", name):
         return AnchorName("gen", m.group(1))
-    if m := re.fullmatch(r"miniosl:sample=(0|[1-9]\d*)", name):
-        return AnchorName("miniosl", m.group(1))
+    if m := re.fullmatch(r"miniosl:sample=(0|[1-9]\d*)(?::model=(.*))?", name):
+        model = m.group(2)
+        if model is None:
+            return AnchorName("miniosl", m.group(1))
+        if not model.startswith("/") or model != model.strip():
+            raise ValueError(f"'{name}': model= takes the ONNX file's absolute path (the name is the player, "
+                             "so it must not depend on the working directory)")
+        return AnchorName("miniosl", m.group(1), options=(("model", model),))
     kind, _, rest = name.partition(":")
     if kind not in ENGINE_KINDS or not rest:
         raise ValueError(f"'{name}' is not an anchor (one of: {ANCHOR_FORMS})")

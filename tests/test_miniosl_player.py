@@ -6,6 +6,7 @@ exactly; the real network plays where miniosl is installed.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 
 import cshogi
@@ -14,7 +15,7 @@ import pytest
 
 from dlzero.anchor_names import parse_anchor
 from dlzero.gating.anchors import builtin_chooser, check_anchor
-from dlzero.inference.miniosl import MinioslEval
+from dlzero.inference.miniosl import MinioslError, MinioslEval
 from dlzero.play import Game
 from dlzero.play.players import MinioslPlayer
 from dlzero.position import parse_position, position_string, start_position
@@ -39,6 +40,17 @@ def test_anchor_name_has_one_spelling():
     assert parse_anchor("miniosl:sample=12").canonical() == "miniosl:sample=12"
     assert parse_anchor("miniosl:sample=0").value == "0"
     for bad in ("miniosl", "miniosl:sample=012", "miniosl:sample=-1", "miniosl:plies=12"):
+        assert check_anchor(bad) is not None, bad
+
+
+def test_anchor_name_with_a_model_file_round_trips():
+    name = "miniosl:sample=3:model=/nets/miniosl 0.1.9/eval.onnx"
+    spec = parse_anchor(name)
+    assert (spec.value, spec.options) == ("3", (("model", "/nets/miniosl 0.1.9/eval.onnx"),))
+    assert spec.canonical() == name and parse_anchor(spec.canonical()) == spec
+    assert spec != parse_anchor("miniosl:sample=3")  # another network, another player in the ratings
+    for bad in ("miniosl:sample=3:model=", "miniosl:sample=3:model=eval.onnx", "miniosl:sample=3:model= /a.onnx",
+                "miniosl:model=/a.onnx:sample=3", "miniosl:sample=03:model=/a.onnx", "miniosl:sample=3:net=/a.onnx"):
         assert check_anchor(bad) is not None, bad
 
 
@@ -80,3 +92,17 @@ def test_miniosl_anchor_plays_legal_moves():
     board = games[0].board
     (e,) = player.network.evaluate([(position_string(board, start_position(board)), board)])
     assert player.choose([Game(board.copy())]) == [board.move_from_move16(e.best())]
+
+
+def test_miniosl_anchor_plays_the_model_file_it_names(tmp_path):
+    miniosl = pytest.importorskip("miniosl", reason="miniosl is not installed: pip install -e '.[teacher]'")
+    model = tmp_path / "copy.onnx"
+    shutil.copy(miniosl.pretrained_eval_path(), model)
+    named = builtin_chooser(f"miniosl:sample=0:model={model}")
+    assert named.network.path == str(model) and named.name.endswith(str(model))
+    default = builtin_chooser("miniosl:sample=0")
+    line = "startpos moves 7g7f 3c3d 2g2f"
+    games = [Game(parse_position(p)) for p in ("startpos", line)]
+    assert named.choose(games) == default.choose(games)  # the same network in another file plays the same
+    with pytest.raises(MinioslError, match="no ONNX model file at .*missing.onnx$"):
+        builtin_chooser(f"miniosl:sample=0:model={tmp_path / 'missing.onnx'}")

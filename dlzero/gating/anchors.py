@@ -7,7 +7,9 @@
 - `gen-NNNN`: a model of the run itself (usually `gen-0000`, the untrained start).
 - `miniosl:sample=N`: miniosl's pretrained network without search (`pip install -e '.[teacher]'`), its
   first N plies of a game drawn from its policy, then its own move: the teacher a student distilled
-  from (`dlzero teach`), as a yardstick.
+  from (`dlzero teach`), as a yardstick. `miniosl:sample=N:model=PATH` plays another ONNX file with
+  miniosl's inputs instead of the installed package's (e.g. a later miniosl's raw network); the path is
+  part of the name, so its ratings stay apart from the default network's.
 - real engines over USI, above the alpha-beta rungs (`apt-get install gpsshogi fairy-stockfish`):
   `gpsshogi:depth=D` is GPS Shogi (world champion 2009 and 2012) searching to LimitDepth D (4..10) with
   no opening book on one thread (`go` carries a byoyomi that only caps a runaway search:
@@ -100,11 +102,13 @@ def engine_anchor(name: str, timeout_s: float = 120.0) -> UsiOpponent:
 
 
 def builtin_chooser(name: str, seed: int = 0) -> MoveChooser:
-    """The chooser of a tree-less built-in anchor (`random`, `alphabeta:N`, `miniosl:sample=N`)."""
+    """The chooser of a tree-less built-in anchor (`random`, `alphabeta:N`, `miniosl:sample=N[:model=PATH]`);
+    MinioslError if a miniosl anchor's model file is missing or unreadable."""
     if name == RANDOM:
         return RandomMover(seed)
     if name.startswith("miniosl:"):
-        return MinioslPlayer(MinioslNetwork(), name, int(parse_anchor(name).value), seed)
+        spec = parse_anchor(name)
+        return MinioslPlayer(MinioslNetwork(dict(spec.options).get("model")), name, int(spec.value), seed)
     m = _ALPHABETA.match(name)
     if m:
         return AlphaBeta(int(m.group(1)))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import cshogi
 import numpy as np
@@ -58,6 +59,8 @@ class MinioslNetwork:
         if threads < 1:
             raise MinioslError("miniosl: threads must be >= 1")
         self._miniosl = miniosl
+        if model and not Path(model).is_file():  # onnxruntime's own message is a paragraph
+            raise MinioslError(f"miniosl: no ONNX model file at {model}")
         self.path = model or str(miniosl.pretrained_eval_path())
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
