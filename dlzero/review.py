@@ -22,7 +22,7 @@ from tqdm import tqdm
 from dlzero.analysis import AnalysisEngine
 from dlzero.data.annotated_kif import PositionNote, write_annotated_kif
 from dlzero.data.atomic import atomic_write_png
-from dlzero.data.records import KifuGame
+from dlzero.data.records import KifuRecord
 
 
 @dataclass
@@ -53,12 +53,12 @@ class Blunder:
 
 @dataclass
 class GameReview:
-    game: KifuGame
+    game: KifuRecord
     plies: list[PlyEval]   # len(game.moves) + 1
     blunders: list[Blunder]
 
 
-def evaluate_positions(engine: AnalysisEngine, game: KifuGame, playouts: int, per_batch: int,
+def evaluate_positions(engine: AnalysisEngine, game: KifuRecord, playouts: int, per_batch: int,
                        progress: bool = True) -> list[PlyEval]:
     """Search every position of `game` (start and after each move), `per_batch` at a time."""
     usi = [cshogi.move_to_usi(m) for m in game.moves]
@@ -78,7 +78,7 @@ def evaluate_positions(engine: AnalysisEngine, game: KifuGame, playouts: int, pe
     return out
 
 
-def find_blunders(game: KifuGame, plies: list[PlyEval], threshold: float) -> list[Blunder]:
+def find_blunders(game: KifuRecord, plies: list[PlyEval], threshold: float) -> list[Blunder]:
     """Moves that lost more than `threshold` of the mover's win rate where the engine wanted another."""
     out = []
     for k, move in enumerate(game.moves, start=1):
@@ -131,7 +131,7 @@ def plot_review(review: GameReview, path: str | os.PathLike[str], title: str = "
     atomic_write_png(path, fig)
 
 
-def review_game(engine: AnalysisEngine, game: KifuGame, playouts: int, per_batch: int, threshold: float,
+def review_game(engine: AnalysisEngine, game: KifuRecord, playouts: int, per_batch: int, threshold: float,
                 progress: bool = True) -> GameReview:
     plies = evaluate_positions(engine, game, playouts, per_batch, progress)
     return GameReview(game, plies, find_blunders(game, plies, threshold))

@@ -20,20 +20,20 @@ import numpy as np
 import torch
 
 from dlzero.config import load_config
-from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord
+from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord
 from dlzero.model import count_parameters, new_model
 from dlzero.train.buffer import BatchDecoder
 from dlzero.train.dataset import buffer_from_games
 from dlzero.train.trainer import Trainer
 
 
-def random_games(n: int, seed: int = 0) -> list[Hcpe3Game]:
+def random_games(n: int, seed: int = 0) -> list[Hcpe3Record]:
     """Random games whose every ply carries visit counts over up to 5 legal moves."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         board = cshogi.Board()
-        game = Hcpe3Game.from_board(board)
+        game = Hcpe3Record.from_board(board)
         for _ply in range(80):
             legal = list(board.legal_moves)
             if not legal:

@@ -31,7 +31,7 @@ from dlzero.data.hcpe3 import (
     FLAG_REPETITION,
     RESULT_DRAW,
     WHITE_WIN,
-    Hcpe3Game,
+    Hcpe3Record,
     MoveRecord,
     write_hcpe3,
 )
@@ -45,10 +45,10 @@ def _last_score(infos: list[str]) -> int:
     return scores[-1] if scores else 0
 
 
-def play_game(engine: UsiClient, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> Hcpe3Game:
+def play_game(engine: UsiClient, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> Hcpe3Record:
     """One game from `opening` plus two random plies, then the engine on both sides."""
     board = cshogi.Board()
-    record = Hcpe3Game.from_board(board)
+    record = Hcpe3Record.from_board(board)
     for usi in opening:
         move = board.move_from_usi(usi)
         record.moves.append(MoveRecord(cshogi.move16(move)))
@@ -106,7 +106,7 @@ def main() -> int:
     engine = UsiClient(args.engine, options=options)
     nodes = 0 if gps else args.nodes
     source = (f"{args.engine} LimitDepth={args.depth} BookDepth=0" if gps else f"{args.engine} go nodes {nodes}")
-    games: list[Hcpe3Game] = []
+    games: list[Hcpe3Record] = []
     t0 = time.perf_counter()
     try:
         for g in range(args.games):

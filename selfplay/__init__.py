@@ -6,12 +6,12 @@ Only the wiring layer (`dlzero.commands`, `dlzero.loop`, `dlzero.bench`) imports
 `tests/test_layers.py` checks it.
 """
 
-from dlzero.selfplay.games import FinishedGame, PlayStats, ResignController, SelfPlayGame, play_selfplay_games
+from dlzero.selfplay.games import FinishedRecord, PlayStats, ResignController, SelfPlayGame, play_selfplay_games
 from dlzero.selfplay.parent import SelfplaySummary
 from dlzero.selfplay.session import run_selfplay
 
 __all__ = [
-    "FinishedGame",
+    "FinishedRecord",
     "PlayStats",
     "ResignController",
     "SelfPlayGame",

@@ -46,8 +46,8 @@ import cshogi
 import numpy as np
 
 from dlzero.config import Config, SearchConfig
-from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord
-from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a FinishedGame may carry
+from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord
+from dlzero.game_end import END_MATE as END_MATE  # re-exported: reasons a FinishedRecord may carry
 from dlzero.game_end import END_PERPETUAL_CHECK as END_PERPETUAL_CHECK
 from dlzero.game_end import Verdict
 from dlzero.inference.base import Evaluator
@@ -63,16 +63,16 @@ from dlzero.search.tree import Tree
 
 MAX_VISITS = 0xFFFF  # hcpe3 stores visits as u16
 
-# how a game ended -> stored in FinishedGame.reason (and counted by the worker's summary): the rules'
+# how a game ended -> stored in FinishedRecord.reason (and counted by the worker's summary): the rules'
 # own reasons come from dlzero.game_end, resignation's from dlzero.play; this one is self-play's
 END_MATE_FOUND = "mate_found"
 
 
 @dataclass
-class FinishedGame:
+class FinishedRecord:
     """A finished game as handed to `on_game_done`: the hcpe3 record plus how it ended."""
 
-    record: Hcpe3Game
+    record: Hcpe3Record
     reason: str
     full_searches: int
     would_resign: int | None  # colour that would have resigned in a no-resign game, else None
@@ -89,19 +89,19 @@ class FinishedGame:
 class SelfPlayGame(Game):
     """One game in progress (`dlzero.play.Game`: the board, the search tree) and its hcpe3 record so far."""
 
-    record: Hcpe3Game
+    record: Hcpe3Record
     no_resign: bool
     full: bool = False          # the current move gets a full search
     full_searches: int = 0
     would_resign: int | None = None
 
-    def finished(self) -> FinishedGame:
+    def finished(self) -> FinishedRecord:
         """The game for `on_game_done` (once `end` is set), its result byte set from how it ended."""
         self.record.result = result_byte(self.end)
         fp = None
         if self.would_resign is not None:
             fp = (self.record.result & 0x3) != win_code(1 - self.would_resign)
-        return FinishedGame(self.record, self.end.reason, self.full_searches, self.would_resign, fp,
+        return FinishedRecord(self.record, self.end.reason, self.full_searches, self.would_resign, fp,
                             self.opening_plies)
 
 
@@ -262,7 +262,7 @@ class SelfPlayer(SearchPlayer):
 
 
 def play_selfplay_games(evaluator: Evaluator, cfg: Config, n_games: int,
-                        on_game_done: Callable[[FinishedGame], None], rng: np.random.Generator, *,
+                        on_game_done: Callable[[FinishedRecord], None], rng: np.random.Generator, *,
                         resign_threshold: Callable[[], float] | None = None,
                         refresh: Callable[[], Evaluator | None] | None = None, max_steps: int | None = None,
                         should_stop: Callable[[], bool] | None = None) -> PlayStats:

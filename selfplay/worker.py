@@ -42,7 +42,7 @@ from dlzero.inference.remote import RemoteEvaluator
 from dlzero.inference.server import ServerAddress
 from dlzero.rundir import RunDir
 from dlzero.runfiles import SELFPLAY_STATE
-from dlzero.selfplay.games import FinishedGame, ResignController, play_selfplay_games
+from dlzero.selfplay.games import FinishedRecord, ResignController, play_selfplay_games
 
 EXIT_STORAGE = 74  # sysexits' EX_IOERR: what a worker process exits with when the disk refuses its shards
 
@@ -133,7 +133,7 @@ class Worker:
             self.queue.put(("shard", self.worker_id, {"path": str(path), "games": games}))
         self.shards_sent = len(self.writer.written)
 
-    def _on_game(self, game: FinishedGame) -> None:
+    def _on_game(self, game: FinishedRecord) -> None:
         assert self.writer is not None
         self.writer.add(game.record)
         self._report_shards()

@@ -6,17 +6,17 @@ import cshogi
 import numpy as np
 
 from dlzero.data.hcpe import HCPE_DTYPE
-from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Game, MoveRecord
+from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Record, MoveRecord
 
 
-def selfplay_games(n: int, plies: int, seed: int) -> list[Hcpe3Game]:
+def selfplay_games(n: int, plies: int, seed: int) -> list[Hcpe3Record]:
     """`n` random legal games; every ply after the second carries three candidates' visit counts (so it is a
     training target, as a full search's ply), the first two none (as self-play's random opening plies)."""
     rng = np.random.default_rng(seed)
     games = []
     for g in range(n):
         board = cshogi.Board()
-        game = Hcpe3Game.from_board(board)
+        game = Hcpe3Record.from_board(board)
         for ply in range(plies):
             legal = [m & 0xFFFF for m in board.legal_moves]
             picks = rng.choice(legal, size=min(3, len(legal)), replace=False)
@@ -29,7 +29,7 @@ def selfplay_games(n: int, plies: int, seed: int) -> list[Hcpe3Game]:
     return games
 
 
-def hcpe_records(games: list[Hcpe3Game]) -> np.ndarray:
+def hcpe_records(games: list[Hcpe3Record]) -> np.ndarray:
     """hcpe records of `games`, one per ply, a game's records one after another (as import-records writes)."""
     rows = []
     for game in games:

@@ -12,7 +12,7 @@ from dlzero.config import Config, ModelConfig
 from dlzero.engine.player import Player
 from dlzero.engine.timeman import Limits
 from dlzero.game_end import Verdict, game_end
-from dlzero.gating.arena import MatchGame, append_rating, play_match
+from dlzero.gating.arena import MatchRecord, append_rating, play_match
 from dlzero.gating.sprt import pair_llr
 from dlzero.inference import NullEvaluator, load_model
 from dlzero.model import ModelMetadata, new_model, save_model
@@ -209,7 +209,7 @@ def test_game_end_rules():
 ])
 def test_csa_end_codes(reason, winner, code, win):
     board = parse_position("startpos moves 7g7f 3c3d")
-    game = MatchGame(0, True, cshogi.STARTING_SFEN, 2, list(board.history), winner, reason)
+    game = MatchRecord(0, True, cshogi.STARTING_SFEN, 2, list(board.history), winner, reason)
     text = game.csa()
     assert code in text
     assert cshogi.CSA.Parser.parse_str(text)[0].win == win

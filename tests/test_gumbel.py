@@ -36,7 +36,7 @@ from dlzero.search.gumbel import (
     top_k,
     transformed_q,
 )
-from dlzero.selfplay.games import FinishedGame, play_selfplay_games
+from dlzero.selfplay.games import FinishedRecord, play_selfplay_games
 
 PAPER = GumbelParams(c_visit=50.0, c_scale=1.0)
 
@@ -243,10 +243,10 @@ def test_gumbel_finds_the_hanging_gold_more_often_than_the_prior():
 def test_selfplay_with_gumbel_writes_improved_policy_targets(tmp_path):
     cfg = tiny_config("search.algorithm=gumbel", "selfplay.playouts=12", "selfplay.full_search_prob=0.6")
     ev = tiny_evaluator(cfg, tmp_path)
-    done: list[FinishedGame] = []
+    done: list[FinishedRecord] = []
     writer = ShardWriter(tmp_path / "data", "g", cfg.selfplay.games_per_shard, {"generation": 0})
 
-    def on_done(game: FinishedGame) -> None:
+    def on_done(game: FinishedRecord) -> None:
         done.append(game)
         writer.add(game.record)
 

@@ -28,7 +28,7 @@ from dlzero.data.hcpe3 import (
     FLAG_REPETITION,
     RESULT_DRAW,
     WHITE_WIN,
-    Hcpe3Game,
+    Hcpe3Record,
     MoveRecord,
     ShardWriter,
     discard_uncommitted,
@@ -45,10 +45,10 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = [RESULT_DRAW | FLAG_REPETITION, BLACK_WIN, WHITE_WIN | FLAG_NYUGYOKU, RESULT_DRAW | FLAG_MAX_MOVES]
 
 
-def make_game(sfen: str, moves: list[int] | None, rng: np.random.Generator, plies: int = 8) -> Hcpe3Game:
+def make_game(sfen: str, moves: list[int] | None, rng: np.random.Generator, plies: int = 8) -> Hcpe3Record:
     """A game from `sfen` along `moves` (random moves if None) with random evals and visit counts."""
     board = cshogi.Board(sfen)
-    game = Hcpe3Game.from_board(board, opponent=int(rng.integers(0, 3)))
+    game = Hcpe3Record.from_board(board, opponent=int(rng.integers(0, 3)))
     game.result = int(rng.choice(RESULTS))
     for ply in range(len(moves) if moves is not None else plies):
         legal = list(board.legal_moves)
@@ -64,7 +64,7 @@ def make_game(sfen: str, moves: list[int] | None, rng: np.random.Generator, plie
     return game
 
 
-def make_games(n: int, seed: int) -> list[Hcpe3Game]:
+def make_games(n: int, seed: int) -> list[Hcpe3Record]:
     rng = np.random.default_rng(seed)
     games = [make_game(cshogi.STARTING_SFEN, moves, rng) for moves in random_histories(n, seed, max_ply=100)]
     games += [make_game(sfen, None, rng) for sfen in MANY_DROPS_SFENS]  # drops, non-start positions
@@ -72,7 +72,7 @@ def make_games(n: int, seed: int) -> list[Hcpe3Game]:
 
 
 @pytest.fixture(scope="module")
-def games() -> list[Hcpe3Game]:
+def games() -> list[Hcpe3Record]:
     games = make_games(10, seed=11)
     moves = np.array([m.move16 for g in games for m in g.moves], np.int64)
     assert ((moves >> 7) & 0x7F >= 81).any() and (moves & 0x4000).any(), "want drops and promotions"
@@ -110,7 +110,7 @@ def test_encoding_follows_the_dlshogi_layout():
     board = cshogi.Board()
     seven_six, three_four = board.move_from_usi("7g7f"), board.move_from_usi("2g2f")
     cands = np.array([[cshogi.move16(seven_six), 700], [cshogi.move16(three_four), 300]], np.uint16)
-    game = Hcpe3Game.from_board(board, opponent=2)
+    game = Hcpe3Record.from_board(board, opponent=2)
     game.result = BLACK_WIN | FLAG_NYUGYOKU
     game.moves = [MoveRecord(cshogi.move16(seven_six), -123, cands)]
     data = encode_game(game)
@@ -124,7 +124,7 @@ def test_encoding_follows_the_dlshogi_layout():
 
 
 def test_encode_refuses_what_the_reader_rejects():
-    game = Hcpe3Game.from_board(cshogi.Board())
+    game = Hcpe3Record.from_board(cshogi.Board())
     with pytest.raises(ValueError, match="moves"):
         encode_game(game)
     move = cshogi.move16(cshogi.Board().move_from_usi("7g7f"))
@@ -157,12 +157,12 @@ def test_iter_training_positions_replays_the_game(games):
 
 
 def test_iter_training_positions_rejects_an_illegal_move(games):
-    game = Hcpe3Game(games[0].start_hcp, BLACK_WIN, 0, [MoveRecord(0x7FFF)])
+    game = Hcpe3Record(games[0].start_hcp, BLACK_WIN, 0, [MoveRecord(0x7FFF)])
     with pytest.raises(PositionError, match="ply 0"):
         list(iter_training_positions(game))
 
 
-def write_and_offsets(tmp_path: Path, games: list[Hcpe3Game]) -> tuple[Path, list[int]]:
+def write_and_offsets(tmp_path: Path, games: list[Hcpe3Record]) -> tuple[Path, list[int]]:
     """A shard without a sidecar, as dlshogi writes them: what the structural checks alone catch
     (with the sidecar, its checksum would refuse every edit below before they ran)."""
     path = tmp_path / "g.hcpe3"

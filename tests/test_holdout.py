@@ -19,7 +19,7 @@ from shards import hcpe_records, selfplay_games
 from dlzero.cli import main
 from dlzero.config import config_from_dict
 from dlzero.data.hcpe import write_hcpe
-from dlzero.data.hcpe3 import FLAG_MAX_MOVES, RESULT_DRAW, Hcpe3Game, write_hcpe3
+from dlzero.data.hcpe3 import FLAG_MAX_MOVES, RESULT_DRAW, Hcpe3Record, write_hcpe3
 from dlzero.errors import ConfigError
 from dlzero.model import PolicyValueNet
 from dlzero.rundir import RunDir
@@ -145,7 +145,7 @@ def test_held_out_value_is_scored_against_the_result_and_the_target_beside_it():
     assert abs(by_result - by_target) > 0.1  # the two are different figures here
 
 
-def capped(game: Hcpe3Game) -> Hcpe3Game:
+def capped(game: Hcpe3Record) -> Hcpe3Record:
     game.result = RESULT_DRAW | FLAG_MAX_MOVES
     return game
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig
-from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord, write_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord, write_hcpe3
 from dlzero.errors import BackendError, DataError
 from dlzero.inference import OnnxEvaluator, load_model
 from dlzero.inference.int8 import calibration_for, ensure_int8, int8_path, make_int8, stored_report
@@ -170,12 +170,12 @@ def test_int8_on_torch_is_a_clear_error(model_file):
         load_model(model_file, InferenceConfig(backend="torch", device="cpu", precision="int8", quantize=FAST))
 
 
-def _game_from_own_start(rng: random.Random) -> Hcpe3Game:
+def _game_from_own_start(rng: random.Random) -> Hcpe3Record:
     """A random game from its own random start position, so no two games share a position."""
     board = cshogi.Board()
     for _ in range(12):
         board.push(rng.choice(list(board.legal_moves)))
-    game = Hcpe3Game.from_board(board)
+    game = Hcpe3Record.from_board(board)
     for _ in range(30):
         legal = list(board.legal_moves)
         if not legal:

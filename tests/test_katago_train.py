@@ -15,7 +15,7 @@ from cshogi.dlshogi import make_move_label
 from test_train import make_run, random_game, tiny_config
 
 from dlzero.data.hcpe import HCPE_DTYPE
-from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord
+from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord
 from dlzero.model import PolicyValueNet, load_model_file, new_model
 from dlzero.train.buffer import BatchDecoder, PositionBuffer
 from dlzero.train.dataset import buffer_from_games, buffer_from_hcpe
@@ -26,7 +26,7 @@ from dlzero.train.trainer import Trainer, policy_loss, value_loss
 CPU = torch.device("cpu")
 
 
-def _oracle_replies(games: list[Hcpe3Game]) -> list[int]:
+def _oracle_replies(games: list[Hcpe3Record]) -> list[int]:
     """For each training ply (visit counts > 0), cshogi's label of the next move from its mover's side, or -1."""
     out = []
     for game in games:
@@ -45,7 +45,7 @@ def _oracle_replies(games: list[Hcpe3Game]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def games() -> list[Hcpe3Game]:
+def games() -> list[Hcpe3Record]:
     rng = random.Random(11)
     return [random_game(rng, max_ply=rng.randint(20, 50)) for _ in range(6)]
 
@@ -76,7 +76,7 @@ def test_reply_target_survives_subset_concat_and_decode(buf):
 
 def test_game_ending_before_a_reply_and_hcpe_have_no_reply():
     board = cshogi.Board()
-    game = Hcpe3Game.from_board(board)
+    game = Hcpe3Record.from_board(board)
     first = next(iter(board.legal_moves))
     game.moves.append(MoveRecord(first & 0xFFFF, 0, np.array([[first & 0xFFFF, 10]], np.uint16)))
     assert buffer_from_games([game], 0.0).reply.tolist() == [-1]

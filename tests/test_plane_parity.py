@@ -20,7 +20,7 @@ from dlzero.encoding.features import PLANE_LAST_TO, PLANE_PROGRESS, PLANE_REPETI
 from dlzero.inference import load_model
 from dlzero.inference.base import Evaluator
 from dlzero.model import ModelMetadata, new_model, save_model
-from dlzero.selfplay.games import FinishedGame, play_selfplay_games
+from dlzero.selfplay.games import FinishedRecord, play_selfplay_games
 from dlzero.train.buffer import BatchDecoder
 from dlzero.train.dataset import buffer_from_games
 
@@ -57,7 +57,7 @@ def games(tmp_path_factory):
     ])
     path = save_model(new_model(cfg.model, seed=4), tmp / "m.pt", ModelMetadata())
     ev = Recording(load_model(path, cfg.inference))
-    done: list[FinishedGame] = []
+    done: list[FinishedRecord] = []
     play_selfplay_games(ev, cfg, 6, done.append, np.random.default_rng(7))
     with ShardWriter(tmp / "data", "t", 100) as writer:
         for game in done:

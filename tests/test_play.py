@@ -17,7 +17,7 @@ from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import END_RESIGN, Game, RandomMover, driver, play_lockstep, play_rules
 from dlzero.rundir import RunDir
-from dlzero.selfplay.games import FinishedGame, play_selfplay_games
+from dlzero.selfplay.games import FinishedRecord, play_selfplay_games
 
 SMALL = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.threads=1",
          "search.root_mate_depth=3", "selfplay.playouts=4", "selfplay.cheap_playouts=2",
@@ -54,7 +54,7 @@ def test_selfplay_gate_and_rating_games_all_go_through_the_one_driver(tmp_path, 
         save_model(new_model(cfg.model, seed=g), rd.model_path(g), ModelMetadata(generation=g))
     rd.set_best(0)
 
-    done: list[FinishedGame] = []
+    done: list[FinishedRecord] = []
     evaluator = load_model(rd.model_path(0), cfg.inference)
     try:
         stats = play_selfplay_games(evaluator, cfg, 1, done.append, np.random.default_rng(0))

@@ -18,7 +18,7 @@ from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import END_RESIGN, play_rules
 from dlzero.play.record import opening_record, result_byte
 from dlzero.position import parse_position
-from dlzero.selfplay.games import END_MATE_FOUND, FinishedGame, play_selfplay_games
+from dlzero.selfplay.games import END_MATE_FOUND, FinishedRecord, play_selfplay_games
 from dlzero.teacher import Label, Query, Teacher
 from dlzero.teacher.label import PlaySettings, play_teacher_games
 
@@ -123,7 +123,7 @@ def test_selfplay_and_the_teacher_store_a_perpetual_check_alike(tmp_path):
                              "selfplay.cheap_playouts=2", "selfplay.games_in_parallel=1",
                              "selfplay.resign_threshold=0", f"selfplay.openings={openings}"])
     evaluator = load_model(save_model(new_model(cfg.model, seed=0), tmp_path / "m.pt", ModelMetadata()), cfg.inference)
-    selfplay: list[FinishedGame] = []
+    selfplay: list[FinishedRecord] = []
     play_selfplay_games(evaluator, cfg, 1, selfplay.append, np.random.default_rng(0))
     games, positions = play_teacher_games(_FirstMove(), [BEFORE_PERPETUAL], 1, 0,
                                           PlaySettings(sample_plies=0, max_moves=cfg.selfplay.max_moves),

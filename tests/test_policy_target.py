@@ -14,7 +14,7 @@ import cshogi
 import numpy as np
 
 from dlzero.config import Config, load_config
-from dlzero.data.hcpe3 import Hcpe3Game
+from dlzero.data.hcpe3 import Hcpe3Record
 from dlzero.encoding import legal_moves_and_labels
 from dlzero.inference import NullEvaluator
 from dlzero.search import Search, Tree
@@ -53,7 +53,7 @@ def _tree(prior: dict[int, float], visits: dict[int, int], q: dict[int, float],
 def _recorded(tree: Tree, cfg: Config) -> dict[int, int]:
     """Visits per root move index that self-play records for this tree."""
     moves = [int(m) for m in tree.root.moves]
-    game = SelfPlayGame(tree.board.copy(), record=Hcpe3Game.from_board(tree.board), no_resign=True, full=True)
+    game = SelfPlayGame(tree.board.copy(), record=Hcpe3Record.from_board(tree.board), no_resign=True, full=True)
     player = SelfPlayer(NullEvaluator(), cfg, np.random.default_rng(0), threshold=lambda: 0.0)
     player.pick(game, tree)
     return {_find(moves, int(m)): int(v)

@@ -34,7 +34,7 @@ from dlzero.inference import load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
 from dlzero.selfplay.bootstrap import ensure_best_model
-from dlzero.selfplay.games import FinishedGame, ResignController, play_selfplay_games
+from dlzero.selfplay.games import FinishedRecord, ResignController, play_selfplay_games
 from dlzero.selfplay.parent import gather
 from dlzero.selfplay.session import run_selfplay
 from dlzero.selfplay.worker import Worker
@@ -62,7 +62,7 @@ def _winner_of(colour: int) -> int:
     return BLACK_WIN if colour == cshogi.BLACK else WHITE_WIN
 
 
-def check_game(game: FinishedGame, cfg: Config) -> None:
+def check_game(game: FinishedRecord, cfg: Config) -> None:
     """The record replays legally and its result agrees with how the game ended.
 
     max_moves counts plies from the record's start, which is where an opening line starts.
@@ -99,10 +99,10 @@ def check_game(game: FinishedGame, cfg: Config) -> None:
 def test_lockstep_games_write_valid_shards(tmp_path):
     cfg = tiny_config("selfplay.resign_threshold=0.2", "selfplay.no_resign_fraction=0.5")
     ev = tiny_evaluator(cfg, tmp_path)
-    done: list[FinishedGame] = []
+    done: list[FinishedRecord] = []
     writer = ShardWriter(tmp_path / "data", "t", cfg.selfplay.games_per_shard, {"generation": 0})
 
-    def on_done(game: FinishedGame) -> None:
+    def on_done(game: FinishedRecord) -> None:
         done.append(game)
         writer.add(game.record)
 
@@ -126,7 +126,7 @@ def test_openings_start_at_the_opening_position(tmp_path):
     line = "startpos moves 7g7f 3c3d 2g2f"
     (tmp_path / "open.txt").write_text(f"# comment\n{line}\n")
     cfg = tiny_config(f"selfplay.openings={tmp_path / 'open.txt'}", "selfplay.max_moves=12")
-    done: list[FinishedGame] = []
+    done: list[FinishedRecord] = []
     play_selfplay_games(tiny_evaluator(cfg, tmp_path), cfg, 2, done.append, np.random.default_rng(0))
     board = cshogi.Board()
     hcp = np.zeros(32, np.uint8)

@@ -26,7 +26,7 @@ import pytest
 from shards import selfplay_games
 
 from dlzero.config import config_from_dict
-from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Game, MoveRecord, read_hcpe3, write_hcpe3
+from dlzero.data.hcpe3 import BLACK_WIN, WHITE_WIN, Hcpe3Record, MoveRecord, read_hcpe3, write_hcpe3
 from dlzero.errors import DlzeroError
 from dlzero.model import load_model_file, new_model, save_model
 from dlzero.position import parse_position, start_position
@@ -109,7 +109,7 @@ def expected_counts(multipv: int, temperature: float = 100.0) -> list[int]:
     return [round(w / sum(weights) * VISIT_TOTAL) for w in weights]
 
 
-def check_label_plies(game: Hcpe3Game, multipv: int, eval_cp: int) -> int:
+def check_label_plies(game: Hcpe3Record, multipv: int, eval_cp: int) -> int:
     """Every ply with candidates is the fake engine's label of its position; returns how many there were."""
     board = game.start_board()
     labelled = 0
@@ -268,7 +268,7 @@ def test_teach_relabels_games_keeping_moves_and_results(engine, tmp_path):
     games = []
     for line, result in (("startpos moves 7g7f 3c3d 8h2b+ 3a2b", BLACK_WIN), ("startpos moves 2g2f", WHITE_WIN)):
         board = parse_position(line)
-        game = Hcpe3Game.from_board(cshogi.Board())
+        game = Hcpe3Record.from_board(cshogi.Board())
         game.moves = [MoveRecord(m & 0xFFFF) for m in board.history]
         game.result = result
         games.append(game)
@@ -327,7 +327,7 @@ def write_teacher_games(path: Path) -> None:
     games = []
     for _ in range(6):
         board = cshogi.Board()
-        game = Hcpe3Game.from_board(board)
+        game = Hcpe3Record.from_board(board)
         for _ in range(30):
             legal = [m & 0xFFFF for m in board.legal_moves]
             picks = rng.choice(legal, size=min(3, len(legal)), replace=False)

@@ -15,7 +15,7 @@ import cshogi
 import numpy as np
 import pytest
 
-from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, FLAG_NYUGYOKU, RESULT_DRAW, WHITE_WIN, Hcpe3Game
+from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, FLAG_NYUGYOKU, RESULT_DRAW, WHITE_WIN, Hcpe3Record
 from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, Verdict
 from dlzero.play import END_RESIGN, MoveChooser, play_lockstep, play_rules
 from dlzero.position import parse_position
@@ -76,7 +76,7 @@ def test_a_teacher_game_on_the_driver_records_every_teacher_ply():
     assert game.end == Verdict(cshogi.WHITE, END_RESIGN)  # at move 9 Black, to move, resigned
     record = game.finished()
     assert record.result == WHITE_WIN
-    assert np.array_equal(record.start_hcp, Hcpe3Game.from_board(cshogi.Board()).start_hcp)  # the line's start
+    assert np.array_equal(record.start_hcp, Hcpe3Record.from_board(cshogi.Board()).start_hcp)  # the line's start
     board = cshogi.Board()
     for i, ply in enumerate(record.moves):
         if i < 2:  # the line's plies: replay-only

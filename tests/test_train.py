@@ -23,7 +23,7 @@ from shards import hcpe_records
 
 from dlzero.config import Config, config_from_dict
 from dlzero.data.hcpe import write_hcpe
-from dlzero.data.hcpe3 import Hcpe3Game, MoveRecord, write_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord, write_hcpe3
 from dlzero.errors import DlzeroError, ModelFileError
 from dlzero.model import ModelMetadata, load_model_file, new_model, save_model
 from dlzero.rundir import RunDir
@@ -41,10 +41,10 @@ def tiny_config(**train: object) -> Config:
     return config_from_dict(data)
 
 
-def random_game(rng: random.Random, max_ply: int = 70, random_plies: int = 4) -> Hcpe3Game:
+def random_game(rng: random.Random, max_ply: int = 70, random_plies: int = 4) -> Hcpe3Record:
     """A random game; every ply after the opening is a 'full search' with visit counts."""
     board = cshogi.Board()
-    game = Hcpe3Game.from_board(board)
+    game = Hcpe3Record.from_board(board)
     for ply in range(max_ply):
         legal = list(board.legal_moves)
         if not legal:

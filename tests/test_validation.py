@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from dlzero.config import ModelConfig, config_from_dict
-from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, Hcpe3Game, MoveRecord
+from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, Hcpe3Record, MoveRecord
 from dlzero.encoding import labels_of
 from dlzero.model import PolicyValueNet
 from dlzero.train.generation import steps_for
@@ -25,9 +25,9 @@ from dlzero.train.validation import (
 )
 
 
-def _game(moves: list[tuple[str, list[tuple[str, int]]]], result: int) -> Hcpe3Game:
+def _game(moves: list[tuple[str, list[tuple[str, int]]]], result: int) -> Hcpe3Record:
     board = cshogi.Board()
-    record = Hcpe3Game.from_board(board)
+    record = Hcpe3Record.from_board(board)
     for usi, cands in moves:
         m16 = cshogi.move16(board.move_from_usi(usi))
         rows = [[cshogi.move16(board.move_from_usi(c)), n] for c, n in cands]

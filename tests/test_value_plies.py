@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from dlzero.config import config_from_dict
-from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, Hcpe3Game, MoveRecord, read_hcpe3, write_hcpe3
+from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, Hcpe3Record, MoveRecord, read_hcpe3, write_hcpe3
 from dlzero.errors import ConfigError
 from dlzero.rundir import RunDir
 from dlzero.search.result import MAX_CP
@@ -32,13 +32,13 @@ def sigmoid(cp: float) -> float:
     return 1.0 / (1.0 + math.exp(-cp / 756.0))
 
 
-def hand_game(result: int) -> Hcpe3Game:
+def hand_game(result: int) -> Hcpe3Record:
     """Six plies of the usual opening: an opening ply (eval 0, replay only), a full search (two candidates),
     a cheap search (eval +300), another full search, a cheap search that scored exactly 0 cp, and a proven
     win for the mover (+MAX_CP, as a mate found at the root is recorded)."""
     usi = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e"]
     board = cshogi.Board()
-    game = Hcpe3Game.from_board(board)
+    game = Hcpe3Record.from_board(board)
     moves = []
     for text in usi:
         moves.append(board.move_from_usi(text))

@@ -65,7 +65,7 @@ from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
 from dlzero.data.hcpe3 import (
     FLAG_MAX_MOVES,
-    Hcpe3Game,
+    Hcpe3Record,
     MoveRecord,
     TrainingPosition,
     is_committed,
@@ -94,7 +94,7 @@ def window_size(total: int, cfg: TrainConfig) -> int:
 # ---------------------------------------------------------------- hcpe3 games -> positions
 
 
-def buffer_from_games(games: Iterable[Hcpe3Game], val_lambda: float, source: str = "",
+def buffer_from_games(games: Iterable[Hcpe3Record], val_lambda: float, source: str = "",
                       value_plies: str = "full", capped: str = "drop") -> PositionBuffer:
     """The training positions of `games` (plies with visit counts; with `value_plies` "searched" every
     searched ply, see the module docstring), in game and ply order. `capped`: `train.value_of_capped_games`.
@@ -150,7 +150,7 @@ def _capped_check(capped: str) -> None:
         raise ConfigError(f"train.value_of_capped_games must be 'drop' or 'draw', not {capped!r}")
 
 
-def value_dropped(game: Hcpe3Game, capped: str) -> bool:
+def value_dropped(game: Hcpe3Record, capped: str) -> bool:
     """Whether `game`'s positions get no value target: it hit the move cap and `capped` is "drop"."""
     _capped_check(capped)
     return capped == "drop" and bool(game.result & FLAG_MAX_MOVES)
@@ -183,21 +183,21 @@ def searched_value_target(blended: np.ndarray, result: np.ndarray, eval_cp: np.n
     return out
 
 
-def _reply_label(game: Hcpe3Game, ply: int, turn: int) -> int:
+def _reply_label(game: Hcpe3Record, ply: int, turn: int) -> int:
     """Label of the move after ply `ply` (played by the side not on `turn`), or -1 when the game ends first."""
     if ply + 1 >= len(game.moves):
         return -1
     return int(labels_of(np.array([game.moves[ply + 1].move16]), 1 - turn)[0])
 
 
-def rows_per_game(games: list[Hcpe3Game], value_plies: str = "full", capped: str = "drop") -> np.ndarray:
+def rows_per_game(games: list[Hcpe3Record], value_plies: str = "full", capped: str = "drop") -> np.ndarray:
     """Training positions of each game, by the rule of `buffer_from_games` (without replaying)."""
     searched = _searched(value_plies)
     return np.array([sum(1 for m in game.moves if _is_row(m, searched and not value_dropped(game, capped)))
                      for game in games], dtype=np.int64)
 
 
-def count_positions(games: list[Hcpe3Game], value_plies: str = "full", capped: str = "drop") -> int:
+def count_positions(games: list[Hcpe3Record], value_plies: str = "full", capped: str = "drop") -> int:
     """Training positions in `games`, by the rule of `buffer_from_games` (without replaying)."""
     return int(rows_per_game(games, value_plies, capped).sum())
 

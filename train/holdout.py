@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import cshogi
 import numpy as np
 
-from dlzero.data.hcpe3 import Hcpe3Game
+from dlzero.data.hcpe3 import Hcpe3Record
 from dlzero.train.buffer import PositionBuffer
 
 
@@ -59,7 +59,7 @@ def position_keys(buf: PositionBuffer) -> np.ndarray:
     return _row_hash(np.column_stack([words, buf.last_move.astype(np.uint64)]))
 
 
-def game_keys(games: list[Hcpe3Game]) -> np.ndarray:
+def game_keys(games: list[Hcpe3Record]) -> np.ndarray:
     """A uint64 per game, from its start position and its moves (the same game gets the same key)."""
     keys = []
     for game in games:

@@ -34,7 +34,7 @@ import numpy as np
 from dlzero.config import Config, TrainConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.data.hcpe import read_hcpe
-from dlzero.data.hcpe3 import SHARD_SUFFIX, Hcpe3Game, read_hcpe3
+from dlzero.data.hcpe3 import SHARD_SUFFIX, Hcpe3Record, read_hcpe3
 from dlzero.errors import ConfigError, DataError, ModelFileError
 from dlzero.model import ModelMetadata, PolicyValueNet, load_model_file, model_name, new_model, save_model
 from dlzero.rundir import RunDir
@@ -81,7 +81,9 @@ class Labelled:
     loose: list[str]  # hcpe files whose records do not follow one another as games
 
 
-def _load_file(path: str | Path, val_lambda: float, capped: str) -> tuple[PositionBuffer, list[Hcpe3Game] | np.ndarray]:
+def _load_file(
+    path: str | Path, val_lambda: float, capped: str
+) -> tuple[PositionBuffer, list[Hcpe3Record] | np.ndarray]:
     """The positions of one hcpe or hcpe3 file (told apart by the `.hcpe3` suffix), validated, and what
     they were read from: the hcpe3 file's games or the hcpe file's records."""
     if str(path).endswith(SHARD_SUFFIX):

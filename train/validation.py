@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from dlzero.data.atomic import atomic_write_text
-from dlzero.data.hcpe3 import Hcpe3Game, read_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Record, read_hcpe3
 from dlzero.errors import DlzeroError
 from dlzero.model import PolicyValueNet, load_model_file
 from dlzero.resources import config_path
@@ -63,9 +63,9 @@ class HeldOut:
     buf: PositionBuffer
 
 
-def read_games(paths: Iterable[Path]) -> list[Hcpe3Game]:
+def read_games(paths: Iterable[Path]) -> list[Hcpe3Record]:
     """The games of `paths`; an unreadable shard is skipped with a warning (validation is never fatal)."""
-    games: list[Hcpe3Game] = []
+    games: list[Hcpe3Record] = []
     for path in paths:
         try:
             games.extend(read_hcpe3(path))
@@ -74,7 +74,7 @@ def read_games(paths: Iterable[Path]) -> list[Hcpe3Game]:
     return games
 
 
-def held_out(name: str, data: str, games: list[Hcpe3Game], max_positions: int, seed: int = 0,
+def held_out(name: str, data: str, games: list[Hcpe3Record], max_positions: int, seed: int = 0,
              capped: str = "drop") -> HeldOut:
     """The targets of `games` as a held-out set, at most `max_positions` of them (an even, seeded sample);
     `capped`: `train.value_of_capped_games`."""

@@ -21,7 +21,7 @@ from dlzero.data.hcpe3 import (
     FLAG_NYUGYOKU,
     FLAG_REPETITION,
     WHITE_WIN,
-    Hcpe3Game,
+    Hcpe3Record,
 )
 from dlzero.errors import DataError
 from dlzero.search.result import cp_to_winrate
@@ -67,7 +67,7 @@ def _play(board: cshogi.Board, moves: list[int]) -> tuple[list[str], list[str], 
     return sfens, labels, usi
 
 
-def hcpe3_result(game: Hcpe3Game) -> str:
+def hcpe3_result(game: Hcpe3Record) -> str:
     """A person's words for an hcpe3 result byte."""
     winner = game.winner
     text = "Black (sente) wins" if winner == BLACK_WIN else "White (gote) wins" if winner == WHITE_WIN else "draw"
@@ -76,7 +76,7 @@ def hcpe3_result(game: Hcpe3Game) -> str:
     return text + (f" ({', '.join(how)})" if how else "")
 
 
-def selfplay_replay(game: Hcpe3Game, title: str) -> Replay:
+def selfplay_replay(game: Hcpe3Record, title: str) -> Replay:
     """A self-play game from an hcpe3 shard, with the search's value of each ply."""
     board = game.start_board()
     turns = []

@@ -31,7 +31,7 @@ import cshogi.KIF
 
 from dlzero.data.atomic import atomic_write_bytes
 from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, WHITE_WIN
-from dlzero.data.records import KifuGame
+from dlzero.data.records import KifuRecord
 
 ENGINE_NAME = "dlzero"
 # Terminal words of CSA and KIF records -> the KIF terminal line.
@@ -95,7 +95,7 @@ def _start_lines(sfen: str) -> list[str]:
     return cshogi.KIF.board_to_bod(cshogi.Board(sfen)).splitlines()
 
 
-def _result_line(game: KifuGame, plies: int) -> str:
+def _result_line(game: KifuRecord, plies: int) -> str:
     if game.cut or game.winner is None:
         return f"まで{plies}手で中断"
     if game.winner == RESULT_DRAW:
@@ -105,7 +105,7 @@ def _result_line(game: KifuGame, plies: int) -> str:
     return f"まで{plies}手で{_SIDE[winner]}の勝ち"
 
 
-def format_annotated_kif(game: KifuGame, notes: Sequence[PositionNote], header: Sequence[str] = (),
+def format_annotated_kif(game: KifuRecord, notes: Sequence[PositionNote], header: Sequence[str] = (),
                          encoding: str = "UTF-8") -> str:
     """KIF text of `game` with `notes[k]` below move k (`notes[0]`: the start position)."""
     if len(notes) != len(game.moves) + 1:
@@ -128,7 +128,7 @@ def format_annotated_kif(game: KifuGame, notes: Sequence[PositionNote], header: 
     return "\n".join(lines) + "\n"
 
 
-def write_annotated_kif(path: str | os.PathLike[str], game: KifuGame, notes: Sequence[PositionNote],
+def write_annotated_kif(path: str | os.PathLike[str], game: KifuRecord, notes: Sequence[PositionNote],
                         header: Sequence[str] = ()) -> None:
     """Write atomically: UTF-8 for `.kifu`, Shift_JIS (cp932) for `.kif`."""
     suffix = os.fspath(path).lower().rsplit(".", 1)[-1]

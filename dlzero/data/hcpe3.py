@@ -125,7 +125,7 @@ class MoveRecord:
 
 
 @dataclass(eq=False)
-class Hcpe3Game:
+class Hcpe3Record:
     """One game as an hcpe3 file holds it: start position (hcp), result byte (winner bits plus flags),
     opponent, plies."""
 
@@ -135,7 +135,7 @@ class Hcpe3Game:
     moves: list[MoveRecord] = field(default_factory=list)
 
     @classmethod
-    def from_board(cls, board: cshogi.Board, opponent: int = OPPONENT_SELF) -> Hcpe3Game:
+    def from_board(cls, board: cshogi.Board, opponent: int = OPPONENT_SELF) -> Hcpe3Record:
         """An empty record starting at `board`'s position; append MoveRecords as the game goes."""
         hcp = np.zeros(HCP_SIZE, np.uint8)
         board.to_hcp(hcp)
@@ -153,7 +153,7 @@ class Hcpe3Game:
         return board
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Hcpe3Game):
+        if not isinstance(other, Hcpe3Record):
             return NotImplemented
         return (
             np.array_equal(self.start_hcp, other.start_hcp)
@@ -193,7 +193,7 @@ def _check_uint16_pairs(candidates: np.ndarray) -> np.ndarray:
     return cands.astype("<u2")
 
 
-def encode_game(game: Hcpe3Game) -> bytes:
+def encode_game(game: Hcpe3Record) -> bytes:
     """The hcpe3 bytes of one game. Raises ValueError for what read_hcpe3 would reject."""
     if not 1 <= len(game.moves) <= MAX_MOVES:
         raise ValueError(f"a game needs 1..{MAX_MOVES} moves, got {len(game.moves)}")
@@ -246,7 +246,7 @@ def _write_shard(path: str | os.PathLike[str], encoded: list[bytes], n_moves: in
         raise
 
 
-def write_hcpe3(path: str | os.PathLike[str], games: Iterable[Hcpe3Game], meta: dict | None = None) -> None:
+def write_hcpe3(path: str | os.PathLike[str], games: Iterable[Hcpe3Record], meta: dict | None = None) -> None:
     """Write `games` as one hcpe3 file plus its JSON sidecar (`meta` goes under "meta")."""
     games = list(games)
     encoded = [encode_game(g) for g in games]
@@ -293,7 +293,7 @@ def verify_shard(path: str | os.PathLike[str], data: bytes | bytearray) -> bool:
 
 def _parse_game(
     data: bytearray, offset: int, index: int
-) -> tuple[Hcpe3Game | None, int, tuple[int, str] | None]:
+) -> tuple[Hcpe3Record | None, int, tuple[int, str] | None]:
     """Parse the game at `offset`: (game, offset after it, None), or (None, offset, (where, why))."""
     left = len(data) - offset
     if left < _HEADER.size:
@@ -305,7 +305,7 @@ def _parse_game(
         return None, offset, (offset, f"game {index}: invalid result byte {result:#04x}")
     if opponent > OPPONENT_USI_WHITE:
         return None, offset, (offset, f"game {index}: opponent byte {opponent} is not 0, 1 or 2")
-    game = Hcpe3Game(np.frombuffer(hcp_bytes, np.uint8).copy(), result, opponent, [])
+    game = Hcpe3Record(np.frombuffer(hcp_bytes, np.uint8).copy(), result, opponent, [])
     pos = offset + _HEADER.size
     for ply in range(move_num):
         truncated = (offset, f"game {index}: truncated move list (ends inside ply {ply} of {move_num})")
@@ -323,9 +323,9 @@ def _parse_game(
     return game, pos, None
 
 
-def _parse_all(data: bytearray) -> tuple[list[Hcpe3Game], list[int], tuple[int, str] | None]:
+def _parse_all(data: bytearray) -> tuple[list[Hcpe3Record], list[int], tuple[int, str] | None]:
     """Every complete game with its offset, and the first structural error (None if none)."""
-    games: list[Hcpe3Game] = []
+    games: list[Hcpe3Record] = []
     offsets: list[int] = []
     offset = 0
     while offset < len(data):
@@ -338,7 +338,7 @@ def _parse_all(data: bytearray) -> tuple[list[Hcpe3Game], list[int], tuple[int, 
     return games, offsets, None
 
 
-def _replay_error(game: Hcpe3Game, index: int, offset: int) -> tuple[int, str] | None:
+def _replay_error(game: Hcpe3Record, index: int, offset: int) -> tuple[int, str] | None:
     """First illegal selected or candidate move in a game with a sound hcp, as (offset, reason)."""
     board = game.start_board()
     pos = offset + _HEADER.size
@@ -361,7 +361,7 @@ def _replay_error(game: Hcpe3Game, index: int, offset: int) -> tuple[int, str] |
     return None
 
 
-def read_hcpe3(path: str | os.PathLike[str], validate: bool = True) -> list[Hcpe3Game]:
+def read_hcpe3(path: str | os.PathLike[str], validate: bool = True) -> list[Hcpe3Record]:
     """All games of an hcpe3 file, or a DataError at the first problem; never part of a file.
 
     Always checked: complete headers and move lists (a truncation is reported at the offset of the
@@ -402,7 +402,7 @@ def _side_result(winner: int, turn: int) -> float:
     return 1.0 if (winner == BLACK_WIN) == (turn == cshogi.BLACK) else 0.0
 
 
-def iter_training_positions(game: Hcpe3Game) -> Iterator[TrainingPosition]:
+def iter_training_positions(game: Hcpe3Record) -> Iterator[TrainingPosition]:
     """Replay `game` and yield every ply's position, move, eval, candidates and result.
 
     Plies without candidates are included with `is_target=False`, so a trainer can still count
@@ -465,7 +465,7 @@ class ShardWriter:
         self._pending_moves = 0
         self._closed = False
 
-    def add(self, game: Hcpe3Game) -> None:
+    def add(self, game: Hcpe3Record) -> None:
         """Queue a finished game (encoded now, so a bad game fails here, not at flush time)."""
         if self._closed:
             raise ValueError("ShardWriter is closed")

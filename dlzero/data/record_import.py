@@ -32,12 +32,12 @@ from tqdm import tqdm
 from dlzero.data.hcpe import HCPE_DTYPE, find_bad_hcp, write_hcpe
 from dlzero.data.hcpe3 import RESULT_DRAW
 from dlzero.data.isolated import DEFAULT_TIMEOUT_S, run_isolated
-from dlzero.data.records import RECORD_SUFFIXES, ParsedGame, legal_prefix, parse_record_file
+from dlzero.data.records import RECORD_SUFFIXES, ParsedRecord, legal_prefix, parse_record_file
 
 # ---------------------------------------------------------------- replay
 
 
-def _replay(game: ParsedGame) -> tuple[np.ndarray, list[str]]:
+def _replay(game: ParsedRecord) -> tuple[np.ndarray, list[str]]:
     """hcpe records for the legal prefix of a game, and notes about what was cut or assumed."""
     notes = list(game.notes)
     moves, stop = legal_prefix(game)

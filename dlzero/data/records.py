@@ -60,7 +60,7 @@ def _winner_from_ending(ending: str, mover: int) -> int | None:
 
 
 @dataclass
-class ParsedGame:
+class ParsedRecord:
     """A game as read from a record: start SFEN, cshogi moves, winner (None if unknown), notes."""
 
     sfen: str
@@ -99,7 +99,7 @@ def decode_record(raw: bytes) -> str:
 # ---------------------------------------------------------------- CSA
 
 
-def _parse_csa(text: str) -> list[ParsedGame]:
+def _parse_csa(text: str) -> list[ParsedRecord]:
     """Every game of a CSA file (games are separated by "/" lines)."""
     games = []
     for parser in cshogi.CSA.Parser.parse_str(text if text.endswith("\n") else text + "\n"):
@@ -108,7 +108,7 @@ def _parse_csa(text: str) -> list[ParsedGame]:
         moves = list(parser.moves)
         mover = _start_turn(parser.sfen) ^ (len(moves) & 1)
         ending = parser.endgame or "no result"
-        games.append(ParsedGame(parser.sfen, moves, _winner_from_ending(ending, mover), ending))
+        games.append(ParsedRecord(parser.sfen, moves, _winner_from_ending(ending, mover), ending))
     return games
 
 
@@ -237,7 +237,7 @@ def _kif_winner(result_line: str | None) -> int | None:
     return BLACK_WIN + WHITE_WIN - side_wins if m.group(2) == "反則負け" else side_wins
 
 
-def _parse_kif(text: str) -> list[ParsedGame]:
+def _parse_kif(text: str) -> list[ParsedRecord]:
     """The main line of a KIF file as one game; reading stops at the first illegal/unreadable move."""
     kif = _scan_kif(text)
     sfen = _kif_start_sfen(kif)
@@ -269,7 +269,7 @@ def _parse_kif(text: str) -> list[ParsedGame]:
     winner = _kif_winner(kif.result_line)
     if winner is None:
         winner = _winner_from_ending(ending, mover)
-    return [ParsedGame(sfen, moves, winner, ending, notes)]
+    return [ParsedRecord(sfen, moves, winner, ending, notes)]
 
 
 # ---------------------------------------------------------------- KI2
@@ -277,14 +277,14 @@ def _parse_kif(text: str) -> list[ParsedGame]:
 _CSHOGI_WINNER = {cshogi.BLACK_WIN: BLACK_WIN, cshogi.WHITE_WIN: WHITE_WIN, cshogi.DRAW: RESULT_DRAW}
 
 
-def _parse_ki2(text: str) -> list[ParsedGame]:
+def _parse_ki2(text: str) -> list[ParsedRecord]:
     """A KI2 file as one game; cshogi's parser names the winner from the "まで…" line."""
     parser = cshogi.KI2.Parser.parse_str(text)
     ending = parser.endgame or "no result"
-    return [ParsedGame(parser.sfen, list(parser.moves), _CSHOGI_WINNER.get(parser.win), ending)]
+    return [ParsedRecord(parser.sfen, list(parser.moves), _CSHOGI_WINNER.get(parser.win), ending)]
 
 
-def parse_record_file(path: str) -> list[ParsedGame]:
+def parse_record_file(path: str) -> list[ParsedRecord]:
     """Every game of one record file, by its suffix. Only call it in a child process (see above)."""
     parsers = {".csa": _parse_csa, ".kif": _parse_kif, ".kifu": _parse_kif, ".ki2": _parse_ki2}
     suffix = Path(path).suffix.lower()
@@ -297,7 +297,7 @@ def parse_record_file(path: str) -> list[ParsedGame]:
 
 
 @dataclass
-class KifuGame:
+class KifuRecord:
     """One game of a kifu (a KIF, KI2 or CSA record file) as `dlzero review` needs it: start, legal
     moves, how it ended.
 
@@ -314,7 +314,7 @@ class KifuGame:
     cut: bool = False  # the record goes on past `moves` with a move that is unreadable or illegal
 
 
-def legal_prefix(game: ParsedGame) -> tuple[list[int], str | None]:
+def legal_prefix(game: ParsedRecord) -> tuple[list[int], str | None]:
     """The moves of a parsed game up to its first illegal or unreadable one, as cshogi moves
     normalised through cshogi's move16 lookup, and what stopped there ("move 7 (7g7f) is illegal",
     "move 3 was not understood by the parser"; None when every move is legal).
@@ -333,7 +333,7 @@ def legal_prefix(game: ParsedGame) -> tuple[list[int], str | None]:
     return moves, None
 
 
-def _game_record(game: ParsedGame) -> KifuGame:
+def _game_record(game: ParsedRecord) -> KifuRecord:
     """The legal prefix of a parsed game."""
     notes = list(game.notes)
     cut = bool(notes)  # the KIF reader only leaves notes when it stopped at an unreadable move
@@ -341,15 +341,15 @@ def _game_record(game: ParsedGame) -> KifuGame:
     if stop is not None:
         notes.append(f"{stop}; kept the {len(moves)} moves before it")
         cut = True
-    return KifuGame(game.sfen, moves, game.ending, game.winner, notes, cut)
+    return KifuRecord(game.sfen, moves, game.ending, game.winner, notes, cut)
 
 
-def games_of_file(path: str) -> list[KifuGame]:
-    """Every game of one record file as KifuGame; the child-process job of `read_games`."""
+def games_of_file(path: str) -> list[KifuRecord]:
+    """Every game of one record file as KifuRecord; the child-process job of `read_games`."""
     return [_game_record(g) for g in parse_record_file(path)]
 
 
-def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[KifuGame]:
+def read_games(path: str | os.PathLike[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[KifuRecord]:
     """Every game of one CSA/KIF/KI2 file, parsed in a child process (cshogi's parsers can crash).
 
     Raises ValueError naming the file and the cause when it cannot be read at all.

@@ -47,7 +47,7 @@ Side = Evaluator | MoveChooser | str
 
 
 @dataclass
-class MatchGame:
+class MatchRecord:
     """One finished game of a match. `moves` start from `start_sfen` and include the opening plies."""
 
     index: int
@@ -80,7 +80,7 @@ class MatchGame:
         return out.getvalue()
 
 
-def _end_code(game: MatchGame, to_move: int) -> str:
+def _end_code(game: MatchRecord, to_move: int) -> str:
     """CSA end line. The side to move at the end resigns (also when mated) or declares."""
     if game.reason in ("mate", "resign"):
         return "%TORYO"
@@ -100,7 +100,7 @@ class MatchResult:
     `pairs[k]`: complete colour-swapped pairs in which A scored k/2 points (pentanomial counts).
     """
 
-    games: list[MatchGame] = field(default_factory=list)
+    games: list[MatchRecord] = field(default_factory=list)
     wins: int = 0
     draws: int = 0
     losses: int = 0
@@ -127,14 +127,14 @@ class MatchResult:
             return pair_elo_interval(self.pairs, confidence)
         return elo_interval(self.wins, self.draws, self.losses, confidence)
 
-    def add(self, game: MatchGame) -> None:
+    def add(self, game: MatchRecord) -> None:
         self.games.append(game)
         s = game.score_a
         self.wins += s == 1.0
         self.draws += s == 0.5
         self.losses += s == 0.0
 
-    def add_pair(self, first: MatchGame, second: MatchGame) -> None:
+    def add_pair(self, first: MatchRecord, second: MatchRecord) -> None:
         """Count a complete pair (its games are added separately)."""
         self.pairs[pair_category(first.score_a + second.score_a)] += 1
 
@@ -164,7 +164,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                parallel: int | None = None, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
                resign_threshold: float = 0.0, record_dir: str | Path | None = None,
                names: tuple[str, str] = ("A", "B"),
-               on_game: Callable[[MatchGame, MatchResult], None] | None = None,
+               on_game: Callable[[MatchRecord, MatchResult], None] | None = None,
                opening_offset: int = 0) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time.
 
@@ -193,10 +193,10 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     result = MatchResult()
-    waiting: dict[int, MatchGame] = {}  # finished games whose partner is still playing, by index
+    waiting: dict[int, MatchRecord] = {}  # finished games whose partner is still playing, by index
     started = 0
 
-    def count(record: MatchGame) -> None:
+    def count(record: MatchRecord) -> None:
         result.add(record)
         if out_dir is not None:
             atomic_write_text(out_dir / f"game-{record.index:03d}.csa", record.csa(*names))
@@ -215,7 +215,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     def finish(game: _Playing) -> None:
         if result.decision != "continue":
             return  # the test has decided: games still running are dropped
-        record = MatchGame(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
+        record = MatchRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
                            list(game.board.history), game.end.winner, game.end.reason)
         partner = record.index ^ 1
         if partner >= n_games:  # the last game of an odd count: no pair, counts alone

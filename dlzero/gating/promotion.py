@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
-from dlzero.gating.arena import MatchGame, MatchResult, append_rating, play_match
+from dlzero.gating.arena import MatchRecord, MatchResult, append_rating, play_match
 from dlzero.gating.chain import read_gates
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir, generation_name
@@ -108,7 +108,7 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     bar = tqdm(total=n_games, desc=f"gate {names[0]} vs {names[1]}", unit="game", file=sys.stderr,
                disable=not progress, leave=False)
 
-    def on_game(_: MatchGame, m: MatchResult) -> None:
+    def on_game(_: MatchRecord, m: MatchResult) -> None:
         bar.update(1)
         bar.set_postfix_str(f"W-D-L {m.wins}-{m.draws}-{m.losses} pairs {m.n_pairs} LLR {m.llr:+.2f}")
 

@@ -60,7 +60,7 @@ from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
 from dlzero.gate_modes import gate_interval
 from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
-from dlzero.gating.arena import MatchGame, MatchResult, play_match
+from dlzero.gating.arena import MatchRecord, MatchResult, play_match
 from dlzero.gating.chain import is_promoted
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_connected
 from dlzero.inference import load_model
@@ -328,7 +328,7 @@ def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int
     return path
 
 
-def stored_game(game: MatchGame, a: str, b: str) -> dict[str, Any]:
+def stored_game(game: MatchRecord, a: str, b: str) -> dict[str, Any]:
     """A finished match game as a batch file keeps it (`a` and `b`: the players' names)."""
     winner = None if game.winner is None else ("black" if game.winner == cshogi.BLACK else "white")
     return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
@@ -407,7 +407,7 @@ def rate(rd: RunDir, cfg: Config, generations: Iterable[int], engine_specs: Iter
             seed = _seed(a, b)  # one shuffle of the opening suite per pairing; top-ups continue along it
             bar.set_postfix_str(f"{a} vs {b}")
 
-            def on_game(game: MatchGame, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
+            def on_game(game: MatchRecord, result: MatchResult, a=a, b=b, batch=batch, path=path) -> None:
                 batch.games.append(stored_game(game, a, b))
                 batch.games.sort(key=lambda g: g["game"])  # in match order, whatever order they ended in
                 atomic_write_text(path, batch.to_json())

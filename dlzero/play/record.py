@@ -28,7 +28,7 @@ from dlzero.data.hcpe3 import (
     FLAG_REPETITION,
     RESULT_DRAW,
     WHITE_WIN,
-    Hcpe3Game,
+    Hcpe3Record,
     MoveRecord,
 )
 from dlzero.game_end import (
@@ -62,11 +62,11 @@ def result_byte(verdict: Verdict) -> int:
     return result | RESULT_FLAGS.get(verdict.reason, 0)
 
 
-def opening_record(board: cshogi.Board) -> Hcpe3Game:
+def opening_record(board: cshogi.Board) -> Hcpe3Record:
     """A record starting where `board`'s history starts, its moves as replay-only plies (no targets).
 
     A game from an opening line is stored from the line's start, so training sees the same ply count
     and repetition history as the players did."""
-    record = Hcpe3Game.from_board(start_board(board))
+    record = Hcpe3Record.from_board(start_board(board))
     record.moves = [MoveRecord(cshogi.move16(m)) for m in board.history]
     return record

@@ -34,10 +34,10 @@ import numpy as np
 from tqdm import tqdm
 
 from dlzero.data.atomic import atomic_write_text
-from dlzero.data.hcpe3 import Hcpe3Game, is_committed, read_hcpe3, read_sidecar, write_hcpe3
+from dlzero.data.hcpe3 import Hcpe3Record, is_committed, read_hcpe3, read_sidecar, write_hcpe3
 from dlzero.teacher.base import Teacher, TeacherError
 from dlzero.teacher.label import PlaySettings, play_teacher_games, relabel_games
-from dlzero.teacher.sources import SourceGame, opening_lines, read_source_games
+from dlzero.teacher.sources import SourceRecord, opening_lines, read_source_games
 from dlzero.teacher.spec import open_teacher, parse_spec
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class _Task:
     path: str
     seed: int
     n_games: int
-    games: tuple[SourceGame, ...] | None  # None: the teacher's own games
+    games: tuple[SourceRecord, ...] | None  # None: the teacher's own games
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _run_part(task: _Task) -> _PartDone:
 # ---------------------------------------------------------------- the parent side
 
 
-def _manifest(settings: TeachSettings, games: list[SourceGame] | None) -> dict:
+def _manifest(settings: TeachSettings, games: list[SourceRecord] | None) -> dict:
     return {"teacher": settings.teacher, "sources": [str(Path(s).resolve()) for s in settings.sources],
             "openings": settings.openings, "play": asdict(settings.play), "part_games": settings.part_games,
             "seed": settings.seed,
@@ -168,7 +168,7 @@ def teach(settings: TeachSettings, progress: bool = True) -> TeachReport:
     parse_spec(settings.teacher)  # a bad spec fails here, before any worker starts
     out = Path(settings.out)
     parts_dir = parts_dir_of(out)
-    games: list[SourceGame] | None = None
+    games: list[SourceRecord] | None = None
     openings: list[str] = []
     if settings.sources:
         games = read_source_games(settings.sources)
@@ -264,7 +264,7 @@ def teach(settings: TeachSettings, progress: bool = True) -> TeachReport:
     seconds = time.perf_counter() - started
     if plan is not None and total < settings.positions:
         log.warning("the sources hold only %d positions (asked for %d)", total, settings.positions)
-    joined: list[Hcpe3Game] = []
+    joined: list[Hcpe3Record] = []
     for i in range(k):
         joined += read_hcpe3(part_path(parts_dir, i))  # replayed: every move and candidate legal
     write_hcpe3(out, joined, meta={"teacher": settings.teacher, "positions": total, "parts": k,

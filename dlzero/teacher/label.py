@@ -27,13 +27,13 @@ import cshogi
 import numpy as np
 
 from dlzero.config import SearchConfig, SelfplayConfig
-from dlzero.data.hcpe3 import Hcpe3Game
+from dlzero.data.hcpe3 import Hcpe3Record
 from dlzero.game_end import END_DECLARATION, END_MATE, GameRules, Verdict, game_end
 from dlzero.play import Game, play_lockstep, play_rules
 from dlzero.play.record import opening_record, result_byte
 from dlzero.position import parse_position, start_position
 from dlzero.teacher.base import Label, Query, Teacher, move_record
-from dlzero.teacher.sources import SourceGame
+from dlzero.teacher.sources import SourceRecord
 
 Report = Callable[[int], None]  # told how many positions were just labelled
 
@@ -81,7 +81,7 @@ class TeacherGame(Game):
     and its hcpe3 record so far. `serial` counts the games in the order they started."""
 
     start_sfen: str
-    record: Hcpe3Game
+    record: Hcpe3Record
     serial: int
 
     @classmethod
@@ -90,7 +90,7 @@ class TeacherGame(Game):
         return cls(board, opening_plies=len(board.history), start_sfen=start_position(board),
                    record=opening_record(board), serial=serial)
 
-    def finished(self) -> Hcpe3Game:
+    def finished(self) -> Hcpe3Record:
         """The record, its result set from how the game ended (once `end` is set)."""
         self.record.result = result_byte(self.end)
         return self.record
@@ -157,7 +157,7 @@ class TeacherPlayer:
 
 
 def play_teacher_games(teacher: Teacher, openings: Sequence[str], n_games: int, seed: int, settings: PlaySettings,
-                       report: Report) -> tuple[list[Hcpe3Game], int]:
+                       report: Report) -> tuple[list[Hcpe3Record], int]:
     """`n_games` games of the teacher against itself, `teacher.batch_size` at a time on the driver
     (`dlzero.play.play_lockstep`): (the games with at least one ply, positions labelled).
 
@@ -168,7 +168,7 @@ def play_teacher_games(teacher: Teacher, openings: Sequence[str], n_games: int, 
     rules = play_rules(settings.max_moves, settings.declaration)
     player = TeacherPlayer(teacher, settings.sample_plies, rules, rng, report)
     started = 0
-    ended: list[tuple[int, int, Hcpe3Game]] = []  # (step, serial, record)
+    ended: list[tuple[int, int, Hcpe3Record]] = []  # (step, serial, record)
 
     def start() -> TeacherGame | None:
         nonlocal started
@@ -191,7 +191,7 @@ def play_teacher_games(teacher: Teacher, openings: Sequence[str], n_games: int, 
     return [record for _, _, record in ended], player.positions
 
 
-def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report) -> tuple[list[Hcpe3Game], int]:
+def relabel_games(teacher: Teacher, games: Sequence[SourceRecord], report: Report) -> tuple[list[Hcpe3Record], int]:
     """Every ply of `games` labelled by the teacher: (the games, positions labelled)."""
     queries: list[Query] = []
     for game in games:
@@ -204,10 +204,10 @@ def relabel_games(teacher: Teacher, games: Sequence[SourceGame], report: Report)
     for start in range(0, len(queries), step):
         labels += label_positions(teacher, queries[start:start + step])
         report(len(labels) - start)
-    out: list[Hcpe3Game] = []
+    out: list[Hcpe3Record] = []
     it = iter(labels)  # a label without a move (resigned, declared) gives a ply without candidates
     for game in games:
-        record = Hcpe3Game.from_board(cshogi.Board(game.start_sfen))
+        record = Hcpe3Record.from_board(cshogi.Board(game.start_sfen))
         record.result = game.result
         record.moves = [move_record(next(it), move16) for move16 in game.moves]
         out.append(record)

@@ -28,7 +28,7 @@ from dlzero.data.hcpe3 import is_committed, read_hcpe3, read_sidecar, write_hcpe
 from dlzero.errors import DataError, DlzeroError
 from dlzero.rundir import RunDir
 from dlzero.teacher.label import relabel_games
-from dlzero.teacher.sources import source_game
+from dlzero.teacher.sources import source_record
 from dlzero.teacher.spec import open_teacher, parse_spec
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def relabel_shards(rd: RunDir, spec: str, shards: Sequence[Path] | None = None,
         for shard in todo:
             try:
                 stamp = _source_stamp(shard)
-                games = [source_game(g) for g in read_hcpe3(shard)]
+                games = [source_record(g) for g in read_hcpe3(shard)]
             except (OSError, DataError) as exc:
                 log.warning("not relabelling %s: %s", shard, exc)
                 continue

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import cshogi
 
-from dlzero.data.hcpe3 import RESULT_DRAW, SHARD_SUFFIX, Hcpe3Game, read_hcpe3
+from dlzero.data.hcpe3 import RESULT_DRAW, SHARD_SUFFIX, Hcpe3Record, read_hcpe3
 from dlzero.data.records import RECORD_SUFFIXES, read_games
 from dlzero.errors import DataError
 from dlzero.play.openings import load_openings, refuse_rating_openings
@@ -34,7 +34,7 @@ GAME_SUFFIXES = (SHARD_SUFFIX, *RECORD_SUFFIXES)
 
 
 @dataclass(frozen=True)
-class SourceGame:
+class SourceRecord:
     """A game to relabel: its start, every move played (move16), and its hcpe3 result byte."""
 
     start_sfen: str
@@ -42,9 +42,9 @@ class SourceGame:
     result: int
 
 
-def source_game(game: Hcpe3Game) -> SourceGame:
+def source_record(game: Hcpe3Record) -> SourceRecord:
     """An hcpe3 game (a self-play shard's) as a game to relabel."""
-    return SourceGame(game.start_board().sfen(), tuple(m.move16 for m in game.moves), game.result)
+    return SourceRecord(game.start_board().sfen(), tuple(m.move16 for m in game.moves), game.result)
 
 
 def opening_lines(path: str | None, allow_rating: bool = False) -> list[str]:
@@ -71,18 +71,18 @@ def find_game_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return sorted(found)
 
 
-def read_source_games(paths: Iterable[str | os.PathLike[str]]) -> list[SourceGame]:
+def read_source_games(paths: Iterable[str | os.PathLike[str]]) -> list[SourceRecord]:
     """Every game of the source files, in file order; unreadable files are skipped with a warning."""
-    games: list[SourceGame] = []
+    games: list[SourceRecord] = []
     for path in find_game_files(paths):
         try:
             if path.name.lower().endswith(SHARD_SUFFIX):
-                games += [source_game(g) for g in read_hcpe3(path)]
+                games += [source_record(g) for g in read_hcpe3(path)]
             else:
                 for r in read_games(path):
                     if r.moves:
                         result = RESULT_DRAW if r.winner is None else r.winner
-                        games.append(SourceGame(r.sfen, tuple(cshogi.move16(m) for m in r.moves), result))
+                        games.append(SourceRecord(r.sfen, tuple(cshogi.move16(m) for m in r.moves), result))
         except (DataError, ValueError) as exc:
             log.warning("skipping %s: %s", path, exc)
     return games
