@@ -166,14 +166,15 @@ def _line(tree: Tree, move: int) -> tuple[list[str], list[int]]:
     node = tree.root
     i = node.child_index(move)
     pv, visits = [cshogi.move_to_usi(move)], [int(round(node.n[i]))]
-    node = node.children[i]
+    node = node.child(i)
     while node is not None and node.expanded and len(node.moves) and len(pv) < PV_MAX:
         j = best_index(node)
-        if node.n[j] <= 0:
+        n = node.n[j]
+        if n <= 0:
             break
         pv.append(cshogi.move_to_usi(int(node.moves[j])))
-        visits.append(int(round(node.n[j])))
-        node = node.children[j]
+        visits.append(int(round(n)))
+        node = node.child(j)
     return pv, visits
 
 
@@ -201,8 +202,9 @@ class AnalysisEngine:
         self.reader = QueryReader(cfg, self.playouts)
         self._searches: dict[str, Search] = {}
         self._clear_cache = threading.Event()
-        self._mate = MateSolver()  # deep root mate searches (`search.root_mate_depth` over 7), in a helper process
-        if cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES:
+        # deep root mate searches (`search.root_mate_depth` over 7) and the mate guard, in a helper process
+        self._mate = MateSolver()
+        if cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES or cfg.search.mate_guard_nodes:
             self._mate.start()
         self._encoder = Encoder()
 
@@ -342,15 +344,15 @@ class AnalysisEngine:
 
         sliced = should_yield is not None
         search.run(trees, [t.playouts - t.searched for t in tasks], leaves_per_tree=search.cfg.leaves_per_tree,
-                   on_step=on_step, should_stop=slice_ends if sliced else None, resume=sliced, guard=not sliced)
+                   on_step=on_step, should_stop=slice_ends if sliced else None, resume=sliced, guard=False)
         elapsed = time.perf_counter() - start
         paused = []
         for task, tree in zip(tasks, trees, strict=True):
             task.searched += tree.playouts_done
             task.seconds += elapsed
             if task.terminated or task.searched >= task.playouts or search.tree_full(tree) or not sliced:
-                if sliced and not task.terminated:  # its last slice: the guard's one run, as unsliced
-                    search.guard_roots([tree])
+                if not task.terminated:  # its last slice: the guard's one run, in the helper so `terminate` ends it
+                    search.guard_roots([tree], self._mate, stop=lambda task=task: task.terminated)
                 emit(self.final(task))
             else:
                 paused.append(task)

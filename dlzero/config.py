@@ -239,8 +239,8 @@ class SearchConfig:
                                    "tried, within this many df-pn nodes a move in all (0: off; dlzero.search.guard)")
     node_limit: int = _field(2_000_000, _positive, "tree size cap; search stops when reached")
     hash_mb: int = _field(2048, _non_negative, "memory budget in MiB of the search tree and the evaluation cache "
-                          "(USI_Hash): the bytes the allocators hold for them, 2.0-2.7 KB a tree node (dlzero bench "
-                          "search); the search stops when reached; 0: none but node_limit")
+                          "(USI_Hash): a tree node is a 72-byte record and 12 bytes a legal move, 0.4-0.6 KB "
+                          "(dlzero bench search); the search stops when reached; 0: none but node_limit")
     reuse_tree: bool = _field(True, None, "keep the played move's subtree between moves")
     nn_cache_size: int = _field(0, _non_negative, "entries of the evaluation cache (0: off)")
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")

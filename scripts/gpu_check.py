@@ -175,10 +175,10 @@ def search_and_selfplay() -> None:
     cfg.inference = InferenceConfig(device="cuda", precision="fp16", optimize="cuda_graphs", max_batch=1024)
     # one batch in flight, and two (search.eval_streams: the tree collects while the GPU works)
     from dlzero.encoding.features import COMPILED_PLANES
-    from dlzero.search.mcts import COMPILED_SELECT
+    from dlzero.search.arena import COMPILED as COMPILED_TREE
 
     for row in bench_search(["torch"], [256], None, cfg, playouts=4096, layouts=[(0, 1), (0, 2)]):
-        emit(check="search", compiled_select=COMPILED_SELECT, compiled_planes=COMPILED_PLANES, **row)
+        emit(check="search", compiled_tree=COMPILED_TREE, compiled_planes=COMPILED_PLANES, **row)
     for row in bench_selfplay(cfg, [64, 256], moves=8, backend="torch"):
         emit(check="selfplay", **row)
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import dlzero.encoding.features as features
+import dlzero.search.arena as arena
 import dlzero.search.mcts as mcts
 from dlzero.bench.infer import make_evaluator, sample_boards
 from dlzero.commands.common import resolve_config_path
@@ -55,11 +56,9 @@ def main() -> None:
     evaluator.evaluate = timed("network", evaluator.evaluate)
     for name in ("leaf_proof", "legal_moves_and_labels", "repetition_count", "softmax_rows_into"):
         setattr(mcts, name, timed(name, getattr(mcts, name)))
-    if mcts.COMPILED_SELECT:
-        mcts._compiled_descend = timed("descend (C)", mcts._compiled_descend)
-        mcts._compiled_backup = timed("backup (C)", mcts._compiled_backup)
-    else:
-        mcts.Search._walk_python = timed("descend (Python)", mcts.Search._walk_python)
+    walk = "C" if arena.COMPILED else "numpy"
+    arena.Arena.descend = timed(f"descend ({walk})", arena.Arena.descend)
+    arena.Arena.backup = timed(f"backup ({walk})", arena.Arena.backup)
     features.Encoder.add = timed("encoder add", features.Encoder.add)
     features.Encoder.finish = timed("encoder finish", features.Encoder.finish)
     board = sample_boards(1, seed=1, min_ply=20, max_ply=40)[0]
@@ -71,7 +70,7 @@ def main() -> None:
     search.run([tree], args.playouts)
     total = time.perf_counter_ns() - start
     n = tree.playouts_done
-    print(f"compiled tree: {mcts.COMPILED_SELECT}, compiled planes: {features.COMPILED_PLANES}, "
+    print(f"compiled tree: {arena.COMPILED}, compiled planes: {features.COMPILED_PLANES}, "
           f"{n} simulations, {tree.nodes} nodes")
     print(f"{'total':24s} {total / n / 1e3:7.1f} us/simulation")
     print(f"{'tree (total - network)':24s} {(total - SPENT.get('network', 0)) / n / 1e3:7.1f}")

@@ -57,7 +57,7 @@ from dlzero.play.openings import load_openings, refuse_rating_openings
 from dlzero.play.record import opening_record, result_byte, win_code
 from dlzero.position import parse_position
 from dlzero.search.gumbel import pseudo_visits
-from dlzero.search.result import MAX_CP, chosen_index, root_winrate, winrate_to_cp
+from dlzero.search.result import MAX_CP, child_proof, chosen_index, root_winrate, winrate_to_cp
 from dlzero.search.target import pruned_visits
 from dlzero.search.tree import Tree
 
@@ -210,11 +210,12 @@ def _choose(tree: Tree, ply: int, cfg: Config, rng: np.random.Generator) -> int:
 def _move_winrate(tree: Tree, i: int) -> float:
     """Win rate of root move `i` for the mover: proven if known, else its Q, else the root's."""
     root = tree.root
-    child = root.children[i]
-    if child is not None and child.terminal is not None:
-        return 1.0 - child.terminal
-    if root.n[i] > 0:
-        return float(root.w[i] / root.n[i])
+    proof = child_proof(root, i)
+    if proof is not None:
+        return proof
+    n = root.n[i]
+    if n > 0:
+        return float(root.w[i] / n)
     return root_winrate(tree)
 
 

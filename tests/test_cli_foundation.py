@@ -96,7 +96,7 @@ def test_bench_search_layouts(workdir):
         assert r["search_vs_inference"] > 0
     assert [r["layout"] for r in rows if r["evaluator"] == "null"] == ["1x1", "1x1"]  # no network, one layout
     # bytes a node: what the trees count against search.hash_mb, and the resident growth (Linux), beside the CPU
-    assert all(r["tree_bytes_per_node"] > 500 and r["cpu_flags"] for r in rows)
+    assert all(72 < r["tree_bytes_per_node"] < 2000 and r["cpu_flags"] for r in rows)  # a node record and its moves
     assert all("rss_bytes_per_node" in r for r in rows) or not sys.platform.startswith("linux")
     line = _one_line_error(dlzero("bench", "search", "--evaluators", "null", "--layouts", "2by1", cwd=workdir))
     assert "--layouts" in line and "2by1" in line

@@ -37,13 +37,16 @@ def _tree(prior: dict[int, float], visits: dict[int, int], q: dict[int, float],
         return np.array([d.get(i, rest) for i in range(k)], np.float32)
 
     tree = Tree(board)
-    root = tree.root
-    root.expand(moves, spread(prior))
+    arena, root = tree.arena, tree.root_index
+    arena.expand(root, moves, spread(prior))
+    nodes = arena.nodes
     for i, n in visits.items():
-        root.n[i] = n
-        root.w[i] = n * q[i]
-    root.visits = float(root.n.sum() + 1)
-    root.value_sum = float(root.w.sum())
+        child = arena.make_child(root, i)
+        nodes = arena.nodes  # (a new node may move the array)
+        nodes["in_n"][child] = nodes["visits"][child] = n
+        nodes["in_w"][child] = n * q[i]
+    nodes["visits"][root] = float(tree.root.n.sum() + 1)
+    nodes["value_sum"][root] = float(tree.root.w.sum())
     if clean is not None:
         tree.clean_prior = spread(clean)
         tree.noised = True

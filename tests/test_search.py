@@ -225,17 +225,15 @@ class _HashedPriors(Evaluator):
 @pytest.mark.parametrize("evaluator,algorithm", [(NullEvaluator, "puct"), (_HashedPriors, "puct"),
                                                  (_HashedPriors, "gumbel")])
 @pytest.mark.parametrize("noise", [False, True])
-def test_every_selection_path_grows_the_same_tree(evaluator, algorithm, noise, monkeypatch):
-    """The search with `puct_select_prefix` (root included), with the numpy rule everywhere (the prefix
-    path switched off) and with the compiled rule, descent and backup build identical trees: every node's
-    visits, values and move order. The second search runs on a reused root, whose visits need not follow
-    its move order, with fresh root noise (which reorders the root's moves) when `noise`. Under Gumbel the
-    root's step is Python's in every case and the compiled walk starts below it."""
-    import dlzero.search.mcts as mcts
+def test_the_compiled_walk_grows_the_numpy_tree(evaluator, algorithm, noise, monkeypatch):
+    """The search on the compiled arena (`_puct.c`'s walk, backup and compaction) and on the numpy one build
+    identical trees: every node and edge record, bit for bit. The second search runs on a reused root (the
+    subtree compacted into a new arena) with fresh root noise when `noise`. Under Gumbel the root's step is
+    Python's in both and the compiled walk starts below it."""
+    import dlzero.search.arena as arena
 
-    def grow(prefix_max: int, compiled: bool = False) -> Tree:
-        monkeypatch.setattr(mcts, "COMPILED_SELECT", compiled)
-        monkeypatch.setattr(mcts, "PREFIX_SELECT_MAX", prefix_max)
+    def grow(compiled: bool) -> Tree:
+        monkeypatch.setattr(arena, "COMPILED", compiled)
         tree = Tree(parse_position("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c"), noise=noise)
         search = Search(evaluator(), SearchConfig(leaf_mate_depth=0, root_mate_depth=0, algorithm=algorithm),
                         rng=np.random.default_rng(5))
@@ -244,26 +242,34 @@ def test_every_selection_path_grows_the_same_tree(evaluator, algorithm, noise, m
         assert tree.root.expanded and tree.root.visits > 20
         search.add_root_noise(tree)
         search.run([tree], 1200, leaves_per_tree=8)
+        assert tree.arena.compiled == compiled
         return tree
 
-    fast, full = grow(12), grow(-1)
+    built = arena.COMPILED
+    full = grow(False)
+    assert walk_equal(full.root, full.root) == full.nodes > 1000
+    assert full.memory == full.root.size()[1]  # a reused tree holds its subtree and nothing else
+    if not built:
+        pytest.skip("the compiled arena is not built here")
+    fast = grow(True)
+    assert fast.nodes == full.nodes and fast.arena.n_edges == full.arena.n_edges
+    for name in arena.NODE_DTYPE.names:
+        np.testing.assert_array_equal(fast.arena.nodes[name][:fast.nodes], full.arena.nodes[name][:full.nodes])
+    for name in arena.EDGE_DTYPE.names:
+        n = fast.arena.n_edges
+        np.testing.assert_array_equal(fast.arena.edges[name][:n], full.arena.edges[name][:n])
 
-    def walk(a: Node, b: Node, depth: int) -> int:
-        assert (a.moves is None) == (b.moves is None)
-        if a.moves is None:
-            return 1
-        np.testing.assert_array_equal(a.moves, b.moves)
-        np.testing.assert_array_equal(a.n, b.n)
-        np.testing.assert_array_equal(a.w, b.w)
-        return 1 + sum(walk(x, y, depth + 1) for x, y in zip(a.children, b.children, strict=True)
-                       if x is not None and y is not None)
 
-    assert walk(fast.root, full.root, 0) == full.nodes == fast.nodes > 1000
-    assert fast.memory == fast.root.size()[1]  # the prior orders are counted in the tree's memory
-    if mcts.COMPILED:
-        compiled = grow(12, compiled=True)
-        assert walk(compiled.root, full.root, 0) == compiled.nodes
-        assert compiled.memory == compiled.root.size()[1]
+def walk_equal(a: Node, b: Node) -> int:
+    """Nodes of two trees compared move for move from `a` and `b` down (moves, visits, values); their count."""
+    assert a.expanded == b.expanded
+    if not a.expanded:
+        return 1
+    np.testing.assert_array_equal(a.moves, b.moves)
+    np.testing.assert_array_equal(a.n, b.n)
+    np.testing.assert_array_equal(a.w, b.w)
+    return 1 + sum(walk_equal(x, y) for x, y in zip(a.children, b.children, strict=True)
+                   if x is not None and y is not None)
 
 
 @pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
@@ -297,18 +303,8 @@ def test_a_search_in_slices_grows_the_tree_of_one_search_and_guards_it_once(algo
     cut = analyse(sliced=True)
     assert len(guarded) == 2
 
-    def walk(a: Node, b: Node) -> int:
-        assert (a.moves is None) == (b.moves is None)
-        if a.moves is None:
-            return 1
-        np.testing.assert_array_equal(a.moves, b.moves)
-        np.testing.assert_array_equal(a.n, b.n)
-        np.testing.assert_array_equal(a.w, b.w)
-        return 1 + sum(walk(x, y) for x, y in zip(a.children, b.children, strict=True)
-                       if x is not None and y is not None)
-
     for a, b in zip(whole, cut, strict=True):
-        assert walk(a.root, b.root) == a.nodes == b.nodes > 100
+        assert walk_equal(a.root, b.root) == a.nodes == b.nodes > 100
 
 
 @pytest.mark.parametrize("compiled", [False, True])

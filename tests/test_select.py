@@ -14,10 +14,8 @@ from dlzero.search.select import (
     PuctParams,
     exploration_constant,
     first_play_urgency,
-    prior_order,
     puct_scores,
     puct_select,
-    puct_select_prefix,
 )
 
 # c_base = N + 1 makes the log term ln((N + N + 1 + 1) / (N + 1)) = ln 2 for N = 3
@@ -94,40 +92,6 @@ def test_exploration_grows_with_visits():
     c = 1.0 + math.log(202.0 / 100.0)
     np.testing.assert_allclose(scores, [0.5 + c * math.sqrt(101) * 0.5 / 101, 0.3 + c * math.sqrt(101) * 0.25],
                                rtol=1e-6)
-
-
-def test_prefix_select_is_the_full_rule_bit_for_bit():
-    """Nodes whose tried moves are a prefix of the prior order, as the search keeps them: random priors
-    with ties, visits and win sums, moves tried but back at n = 0 (a collision undone), widths from 0 to
-    all moves; the prefix rule must pick exactly what the full numpy rule picks."""
-    rng = np.random.default_rng(7)
-    params = PuctParams(c_init=1.0, c_base=19652.0, fpu_reduction=0.2)
-    checked = 0
-    for _ in range(3000):
-        k = int(rng.integers(1, 60))
-        prior = rng.dirichlet(np.full(k, 0.4)).astype(np.float32)
-        if rng.random() < 0.3:  # ties: a few distinct values only
-            prior = (np.round(prior * 8) / 8 + 1e-3).astype(np.float32)
-        order = prior_order(prior)
-        width = int(rng.integers(0, k + 1))
-        n, w = np.zeros(k), np.zeros(k)
-        tried = order[:width]
-        n[tried] = rng.integers(0, 6, size=width)  # 0: tried, then undone
-        w[tried] = n[tried] * rng.random(width)
-        if rng.random() < 0.2:
-            w[tried] = np.round(w[tried] * 2) / 2  # equal Q values
-        visits = float(n.sum()) + float(rng.integers(0, 3))
-        value_sum = visits * float(rng.random())
-        visited_prior = float(prior[tried][n[tried] > 0].sum())
-        full = puct_select(prior, n, w, visits, value_sum, visited_prior, params)
-        fast = puct_select_prefix(prior, n, w, visits, value_sum, visited_prior, params, order, width)
-        assert fast == full, (k, width, prior, n, w)
-        checked += 1
-    assert checked == 3000
-
-
-def test_prior_order_breaks_ties_by_index():
-    assert prior_order(np.array([0.2, 0.5, 0.2, 0.5, 0.1], np.float32)).tolist() == [1, 3, 0, 2, 4]
 
 
 def test_the_compiled_rule_is_built_where_a_c_compiler_is():

@@ -12,7 +12,7 @@ each measurement and reports medians.
 flight (`search.eval_streams`), e.g. 2x1 (one call using two threads) against 1x2 (two one-thread
 calls side by side while the tree thread collects the next batch).
 Every row also gives the search's memory a node: `tree_bytes_per_node`, the bytes its trees hold as counted
-against `search.hash_mb` (`Tree.memory`, dlzero.search.node) over their nodes, and `rss_bytes_per_node`, the
+against `search.hash_mb` (`Tree.memory`, dlzero.search.arena) over their nodes, and `rss_bytes_per_node`, the
 growth of the process's resident memory over the timed search (after a warm-up at the same batch) over the
 nodes it added: the figure the memory budget has to bound.
 """

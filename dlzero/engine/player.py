@@ -91,7 +91,7 @@ class Player:
     def __init__(self, evaluator: Evaluator, cfg: Config, mate: MateSolver | None = None) -> None:
         self.evaluator = evaluator
         self.cfg = cfg
-        self.mate = mate or MateSolver()  # deep root mate searches (its helper process starts on first use)
+        self.mate = mate or MateSolver()  # deep root mate searches and the mate guard (its helper starts on first use)
         self.search = Search(evaluator, engine_config(cfg, evaluator).search)  # `cfg` as given stays `self.cfg`
         self.tree: Tree | None = None
         self._start_sfen: str | None = None
@@ -184,7 +184,9 @@ class Player:
                 return True
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
-        self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop)
+        # the mate guard's df-pn in the helper process, so `stop`, `isready` and `quit` are answered while it runs
+        self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop,
+                        guard_solver=self.mate, guard_stop=stop.is_set if stop is not None else None)
         if tree.playouts_done >= 64:
             self._rate = tree.playouts_done / max(elapsed_ms(), 1.0)
         while limits.open_ended and stop is not None and not stop.is_set():
@@ -228,17 +230,19 @@ class Player:
 
     def _time_says_stop(self, now_ms: float, target: float, hard: float, state: dict) -> bool:
         root = self.tree.root
-        if not root.expanded or len(root.moves) < 2:
+        if not root.expanded or root.arena.count(root.index) < 2:
             return now_ms >= target
-        order = root.n.argsort()
+        n = root.n
+        order = n.argsort()
         best, second = order[-1], order[-2]
         rate = self.tree.playouts_done / max(now_ms, 1.0)
         limit = hard if state["extended"] else target
-        if now_ms >= 0.1 * target and can_stop_early(root.n[best], root.n[second], rate, limit - now_ms):
+        if now_ms >= 0.1 * target and can_stop_early(n[best], n[second], rate, limit - now_ms):
             return True
         if now_ms >= target:
-            q = lambda i: root.w[i] / root.n[i] if root.n[i] > 0 else 0.0  # noqa: E731
-            if not state["extended"] and is_critical(root.n[best], root.n[second], q(best), q(second)) \
+            w = root.w
+            q = lambda i: w[i] / n[i] if n[i] > 0 else 0.0  # noqa: E731
+            if not state["extended"] and is_critical(n[best], n[second], q(best), q(second)) \
                     and 2 * target < hard:
                 state["extended"] = True
                 return False

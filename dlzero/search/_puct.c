@@ -1,4 +1,5 @@
-/* The PUCT rule of dlzero.search.select, and the descent and backup of dlzero.search.mcts, compiled.
+/* The PUCT rule of dlzero.search.select, the walk, backup, subtree size and compaction of dlzero.search.arena's
+ * flat-array tree, and the priors' softmax of dlzero.search.mcts, compiled.
  *
  * Why C: in Python, choosing a child costs 3-8 us per tree level (numpy's per-call overhead on
  * small arrays, or a Python loop), and walking a level (virtual loss on numpy scalars, the child
@@ -11,35 +12,57 @@
  *   same order as select.puct_scores (build with -ffp-contract=off), so the choice is bit for bit
  *   the numpy one; tests/test_select.py checks it against numpy on random and tied arrays.
  *
- * descend(node, board, path, root_params, params, virtual_loss, node_type) -> (stop_node, created)
- *   Search._descend's walk, level for level: from `node` down through expanded nodes with no proven
- *   result, each step choosing by the rule above (`root_params` (c_init, c_base, fpu_reduction) at
- *   `node` itself, None to use `params` there too), adding virtual loss, appending (node, i) to the
- *   list `path`, creating the child (`node_type()`) where the slot is empty and pushing its move on
- *   the cshogi `board`. Stops at the first node that is not expanded or holds a proven result and
- *   returns it with the number of children created. The caller settles that node and pops the board.
- *
- * backup(path, leaf, value, correction)
- *   Search._backup's arithmetic: `value` (a win rate for the leaf's side to move) added to the leaf,
- *   then flipped and added up `path`, `correction` (1 - virtual loss) added to every visit count.
- *
  * softmax_rows(logits, labels, temperature, out)
  *   mcts.softmax_rows_into' arithmetic: for each row j of `logits` (float32[B, L]) the softmax of
  *   logits[j, labels[j]] / temperature (labels: a list of int32 arrays), in float64, rounded to float32
  *   into `out` (float32[sum of the lengths]) one row after the other. One pass instead of some fifteen
  *   numpy calls per batch, and no per-row array made in Python: the caller slices `out`.
  *
- * The Node fields are read and written through their Python attributes, as the Python code does, so
- * a tree built here and one built there are the same objects with the same floats (tests/test_search.py
- * grows both and compares them bit for bit).
+ * The arena functions take the arena's record arrays (`nodes`: arena.NODE_DTYPE[], `edges`: arena.EDGE_DTYPE[],
+ * writable and C-contiguous) and read them as the C structs ANode and AEdge; node and slot indices are checked
+ * against the arrays (IndexError), so a bad index raises instead of writing past them. Every float is computed
+ * with the same IEEE operations in the same order as the numpy code of arena.Arena (Arena(compiled=False)), so
+ * both grow the same tree bit for bit (tests/test_search_arena.py drives both and compares every field).
+ *
+ * arena_layout() -> (node itemsize, edge itemsize, node field offsets, edge field offsets)
+ *   The structs' layout, in the dtypes' field order: arena.py compares it with numpy's and uses the functions
+ *   below only where they agree.
+ *
+ * arena_descend(nodes, edges, n_nodes, node, board, path, root_params, params, virtual_loss) -> (leaf, created)
+ *   Arena.descend: from `node` down through expanded nodes (first >= 0) with no proven result (terminal NaN), each
+ *   level choosing a slot by the rule above (`root_params` at `node` itself, None for `params` there too; N and W
+ *   of an edge are its child's in_n and in_w, 0 where it has none), then Arena.step: the prior added to the
+ *   node's visited_prior on the edge's first visit, the child created as node `n_nodes` where the edge has none,
+ *   virtual loss added to the child's in_n and the node's visits, node and slot appended to the flat list `path`,
+ *   the move pushed on `board`. Stops at the first node that is proven or not expanded and returns it with the
+ *   number of nodes created: 0 or 1, as a new node is not expanded. The caller keeps room for that node
+ *   (len(nodes) > n_nodes) and counts it. Where board.push raises, the level's two path entries go again and a
+ *   node made at that level is unlinked from its edge (it is not counted); the virtual loss stays. `board` must
+ *   not resize the arrays (the walk holds them).
+ *
+ * arena_backup(nodes, edges, path, leaf, value, correction)
+ *   Arena.backup: `value` (a win rate for the leaf's side to move) added to the leaf, then flipped and added up
+ *   `path` (to each child's in_w and each node's value_sum), `correction` (1 - virtual loss) added to every visit
+ *   count on it. The whole path is checked before anything is written.
+ *
+ * arena_subtree_size(nodes, edges, root) -> (nodes, edges)
+ *   The number of nodes below (and including) `root` and the summed edge counts of the expanded ones: the sizes
+ *   arena_compact's output arrays need (Arena._subtree_counts). Iterative, with a PyMem queue.
+ *
+ * arena_compact(nodes, edges, root, out_nodes, out_edges)
+ *   Arena.compact: the subtree of `root` copied into out_nodes and out_edges (new arrays, exactly the sizes
+ *   arena_subtree_size gives) in Arena.subtree's breadth-first order, each record as it was except each node's
+ *   `first` (its block in out_edges, blocks in node order; -1 where not expanded) and each edge's `child` (the
+ *   child's new index; -1 where none).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
-static PyObject *s_terminal, *s_moves, *s_prior, *s_n, *s_w, *s_children, *s_visits, *s_value_sum,
-    *s_visited_prior, *s_push;
+static PyObject *s_push; /* interned "push": arena_descend calls board.push */
 
 static int get_array(PyObject *obj, Py_buffer *view, const char *format, Py_ssize_t itemsize, const char *name,
                      int flags) {
@@ -63,7 +86,7 @@ static int want_args(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
     return 0;
 }
 
-/* A node's three edge arrays, held while one node is scored (and, for descend, updated). */
+/* A node's three edge arrays, held while select scores it. */
 typedef struct {
     Py_buffer p, n, w;
     int prior_f32;
@@ -76,7 +99,7 @@ static void edges_release(Edges *e) {
     PyBuffer_Release(&e->w);
 }
 
-static int edges_get(Edges *e, PyObject *prior, PyObject *n, PyObject *w, int writable) {
+static int edges_get(Edges *e, PyObject *prior, PyObject *n, PyObject *w) {
     if (PyObject_GetBuffer(prior, &e->p, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         return -1;
     }
@@ -87,12 +110,11 @@ static int edges_get(Edges *e, PyObject *prior, PyObject *n, PyObject *w, int wr
         PyBuffer_Release(&e->p);
         return -1;
     }
-    const int flags = writable ? PyBUF_WRITABLE : 0;
-    if (get_array(n, &e->n, "d", 8, "n", flags) < 0) {
+    if (get_array(n, &e->n, "d", 8, "n", 0) < 0) {
         PyBuffer_Release(&e->p);
         return -1;
     }
-    if (get_array(w, &e->w, "d", 8, "w", flags) < 0) {
+    if (get_array(w, &e->w, "d", 8, "w", 0) < 0) {
         PyBuffer_Release(&e->p);
         PyBuffer_Release(&e->n);
         return -1;
@@ -110,24 +132,40 @@ static inline double prior_at(const Edges *e, Py_ssize_t i) {
     return e->prior_f32 ? (double)((const float *)e->p.buf)[i] : ((const double *)e->p.buf)[i];
 }
 
-/* The rule itself: select.exploration_constant and select.first_play_urgency, operation for operation. */
+/* The rule's per-node constants: c(N) * sqrt(N) and the first-play urgency (select.exploration_constant and
+ * select.first_play_urgency, operation for operation). Shared by select and arena_descend, so both score
+ * alike. */
+typedef struct {
+    double cs, fpu;
+} Puct;
+
+static inline Puct puct_node(double parent_visits, double parent_value_sum, double visited_prior, double c_init,
+                             double c_base, double fpu_reduction) {
+    const double c = c_init + log((parent_visits + c_base + 1.0) / c_base);
+    const double parent_q = parent_visits > 0 ? parent_value_sum / parent_visits : 0.5;
+    const double fpu_raw = parent_q - fpu_reduction * sqrt(visited_prior);
+    const Puct r = {c * (parent_visits > 0 ? sqrt(parent_visits) : 1.0), fpu_raw > 0.0 ? fpu_raw : 0.0};
+    return r;
+}
+
+/* One move's score: select.puct_scores' q, then u = prior * cs, u /= 1 + n, q + u. */
+static inline double puct_score(const Puct *r, double prior, double n, double w) {
+    const double q = n > 0 ? w / n : r->fpu;
+    double u = prior * r->cs;
+    u /= 1.0 + n;
+    return q + u;
+}
+
+/* The rule itself: the index of the best score, the lowest among equals. */
 static Py_ssize_t best_index(const Edges *e, double parent_visits, double parent_value_sum, double visited_prior,
                              double c_init, double c_base, double fpu_reduction) {
     const double *n = (const double *)e->n.buf, *w = (const double *)e->w.buf;
-    const double c = c_init + log((parent_visits + c_base + 1.0) / c_base);
-    const double cs = c * (parent_visits > 0 ? sqrt(parent_visits) : 1.0);
-    const double parent_q = parent_visits > 0 ? parent_value_sum / parent_visits : 0.5;
-    const double fpu_raw = parent_q - fpu_reduction * sqrt(visited_prior);
-    const double fpu = fpu_raw > 0.0 ? fpu_raw : 0.0;
+    const Puct r = puct_node(parent_visits, parent_value_sum, visited_prior, c_init, c_base, fpu_reduction);
 
     Py_ssize_t best_i = -1;
     double best = -INFINITY;
     for (Py_ssize_t i = 0; i < e->k; i++) {
-        const double ni = n[i];
-        const double q = ni > 0 ? w[i] / ni : fpu;
-        double u = prior_at(e, i) * cs;
-        u /= 1.0 + ni;
-        const double score = q + u;
+        const double score = puct_score(&r, prior_at(e, i), n[i], w[i]);
         if (score > best || best_i < 0) {
             best = score;
             best_i = i;
@@ -149,7 +187,7 @@ static PyObject *select_move(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
     }
     Edges e;
-    if (edges_get(&e, args[0], args[1], args[2], 0) < 0) {
+    if (edges_get(&e, args[0], args[1], args[2]) < 0) {
         return NULL;
     }
     const Py_ssize_t best_i = best_index(&e, scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]);
@@ -157,41 +195,9 @@ static PyObject *select_move(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyLong_FromSsize_t(best_i);
 }
 
-/* A float attribute of a node (visits, value_sum, visited_prior: Python floats). */
-static int get_double(PyObject *obj, PyObject *name, double *out) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL) {
-        return -1;
-    }
-    *out = PyFloat_AsDouble(v);
-    Py_DECREF(v);
-    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
-}
-
-/* Whether attribute `name` of `obj` is None: 1 or 0, or -1 with an error set. */
-static int is_none(PyObject *obj, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL) {
-        return -1;
-    }
-    const int none = v == Py_None;
-    Py_DECREF(v);
-    return none;
-}
-
-static int set_double(PyObject *obj, PyObject *name, double value) {
-    PyObject *v = PyFloat_FromDouble(value);
-    if (v == NULL) {
-        return -1;
-    }
-    const int rc = PyObject_SetAttr(obj, name, v);
-    Py_DECREF(v);
-    return rc;
-}
-
-static int get_params(PyObject *tuple, double out[3]) {
+static int get_params(PyObject *tuple, double out[3], const char *fn) {
     if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 3) {
-        PyErr_SetString(PyExc_TypeError, "descend: PUCT params must be a tuple (c_init, c_base, fpu_reduction)");
+        PyErr_Format(PyExc_TypeError, "%s: PUCT params must be a tuple (c_init, c_base, fpu_reduction)", fn);
         return -1;
     }
     for (int j = 0; j < 3; j++) {
@@ -201,214 +207,6 @@ static int get_params(PyObject *tuple, double out[3]) {
         }
     }
     return 0;
-}
-
-/* The move in slot `i` of a node's `moves` (int64[k]), or -1 with an error set. */
-static long long move_at(PyObject *moves, Py_ssize_t k, Py_ssize_t i) {
-    Py_buffer mv;
-    if (PyObject_GetBuffer(moves, &mv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        return -1;
-    }
-    const int ok = mv.ndim == 1 && mv.itemsize == 8 && mv.shape[0] == k && mv.format != NULL
-                   && (strcmp(mv.format, "l") == 0 || strcmp(mv.format, "q") == 0);
-    const long long move = ok ? ((const long long *)mv.buf)[i] : -1;
-    PyBuffer_Release(&mv);
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, "descend: moves must be a one-dimensional C-contiguous int64 array "
-                                         "of the node's size");
-    }
-    return move;
-}
-
-/* One level of descend at `node` (expanded, unproven): the child's new reference, or NULL with an error set
- * (then nothing of the node has changed, except where the board's push itself failed). */
-static PyObject *step(PyObject *node, PyObject *board, PyObject *path, const double params[3], double vl,
-                      PyObject *node_type, long *created) {
-    PyObject *moves = NULL, *prior = NULL, *n = NULL, *w = NULL, *children = NULL, *child = NULL;
-    PyObject *result = NULL;
-    Edges e;
-    int have_edges = 0;
-    double visits, value_sum, visited_prior;
-    if (get_double(node, s_visits, &visits) < 0 || get_double(node, s_value_sum, &value_sum) < 0
-        || get_double(node, s_visited_prior, &visited_prior) < 0) {
-        return NULL;
-    }
-    if ((moves = PyObject_GetAttr(node, s_moves)) == NULL || (prior = PyObject_GetAttr(node, s_prior)) == NULL
-        || (n = PyObject_GetAttr(node, s_n)) == NULL || (w = PyObject_GetAttr(node, s_w)) == NULL
-        || (children = PyObject_GetAttr(node, s_children)) == NULL) {
-        goto done;
-    }
-    if (edges_get(&e, prior, n, w, 1) < 0) {
-        goto done;
-    }
-    have_edges = 1;
-    if (e.k == 0 || !PyList_Check(children) || PyList_GET_SIZE(children) != e.k) {
-        PyErr_SetString(PyExc_ValueError, "descend: an expanded node needs moves and a children list of its size");
-        goto done;
-    }
-    const Py_ssize_t i = best_index(&e, visits, value_sum, visited_prior, params[0], params[1], params[2]);
-    const long long move = move_at(moves, e.k, i);
-    if (move == -1 && PyErr_Occurred()) {
-        goto done;
-    }
-    PyObject *entry = Py_BuildValue("(On)", node, i);
-    if (entry == NULL) {
-        goto done;
-    }
-    const int appended = PyList_Append(path, entry);
-    Py_DECREF(entry);
-    if (appended < 0) {
-        goto done;
-    }
-    /* Search._descend's order: visited prior on a first visit, virtual loss, the child, the move */
-    double *nn = (double *)e.n.buf;
-    if (nn[i] == 0 && set_double(node, s_visited_prior, visited_prior + prior_at(&e, i)) < 0) {
-        goto done;
-    }
-    nn[i] += vl;
-    if (set_double(node, s_visits, visits + vl) < 0) {
-        goto done;
-    }
-    child = PyList_GET_ITEM(children, i);
-    if (child == Py_None) {
-        if ((child = PyObject_CallNoArgs(node_type)) == NULL) {
-            goto done;
-        }
-        Py_INCREF(child);  /* PyList_SetItem takes one reference; the other is returned */
-        PyList_SetItem(children, i, child);
-        *created += 1;
-    } else {
-        Py_INCREF(child);
-    }
-    PyObject *move_int = PyLong_FromLongLong(move);
-    PyObject *pushed = move_int == NULL ? NULL : PyObject_CallMethodOneArg(board, s_push, move_int);
-    Py_XDECREF(move_int);
-    if (pushed == NULL) {
-        /* this level is in `path` but its move is not on the board: the caller's unwind pops once per entry,
-           so the entry goes again (its virtual loss stays: a board that refuses a move ends the search) */
-        PyList_SetSlice(path, PyList_GET_SIZE(path) - 1, PyList_GET_SIZE(path), NULL);
-        Py_CLEAR(child);
-        goto done;
-    }
-    Py_DECREF(pushed);
-    result = child;
-done:
-    if (have_edges) {
-        edges_release(&e);
-    }
-    Py_XDECREF(moves);
-    Py_XDECREF(prior);
-    Py_XDECREF(n);
-    Py_XDECREF(w);
-    Py_XDECREF(children);
-    return result;
-}
-
-static PyObject *descend(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (want_args(nargs, 7, "descend") < 0) {
-        return NULL;
-    }
-    PyObject *board = args[1], *path = args[2], *node_type = args[6];
-    if (!PyList_Check(path)) {
-        PyErr_SetString(PyExc_TypeError, "descend: path must be a list");
-        return NULL;
-    }
-    double root_params[3], params[3];
-    const int own_root = args[3] != Py_None;
-    if ((own_root && get_params(args[3], root_params) < 0) || get_params(args[4], params) < 0) {
-        return NULL;
-    }
-    const double vl = PyFloat_AsDouble(args[5]);
-    if (vl == -1.0 && PyErr_Occurred()) {
-        return NULL;
-    }
-    long created = 0;
-    PyObject *node = args[0];
-    Py_INCREF(node);
-    for (int level = 0;; level++) {
-        /* the walk goes on through expanded nodes (moves set) that hold no proven result (terminal None) */
-        const int unproven = is_none(node, s_terminal), unexpanded = unproven < 0 ? -1 : is_none(node, s_moves);
-        if (unproven < 0 || unexpanded < 0) {
-            Py_DECREF(node);
-            return NULL;
-        }
-        if (!unproven || unexpanded) {
-            break;
-        }
-        PyObject *child = step(node, board, path, (level == 0 && own_root) ? root_params : params, vl, node_type,
-                               &created);
-        Py_DECREF(node);
-        if (child == NULL) {
-            return NULL;
-        }
-        node = child;
-    }
-    return Py_BuildValue("(Nl)", node, created);
-}
-
-static PyObject *backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (want_args(nargs, 4, "backup") < 0) {
-        return NULL;
-    }
-    PyObject *path = args[0], *leaf = args[1];
-    if (!PyList_Check(path)) {
-        PyErr_SetString(PyExc_TypeError, "backup: path must be a list");
-        return NULL;
-    }
-    double value = PyFloat_AsDouble(args[2]);
-    const double correction = PyFloat_AsDouble(args[3]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    double visits, value_sum;
-    if (get_double(leaf, s_visits, &visits) < 0 || get_double(leaf, s_value_sum, &value_sum) < 0
-        || set_double(leaf, s_visits, visits + 1.0) < 0 || set_double(leaf, s_value_sum, value_sum + value) < 0) {
-        return NULL;
-    }
-    for (Py_ssize_t j = PyList_GET_SIZE(path) - 1; j >= 0; j--) {
-        PyObject *entry = PyList_GET_ITEM(path, j);
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
-            PyErr_SetString(PyExc_TypeError, "backup: path entries must be (node, index) tuples");
-            return NULL;
-        }
-        PyObject *node = PyTuple_GET_ITEM(entry, 0);
-        const Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
-        if (i == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        value = 1.0 - value;
-        PyObject *n = PyObject_GetAttr(node, s_n);
-        PyObject *w = n == NULL ? NULL : PyObject_GetAttr(node, s_w);
-        Py_buffer nv, wv;
-        int ok = w != NULL && get_array(n, &nv, "d", 8, "n", PyBUF_WRITABLE) == 0;
-        if (ok && get_array(w, &wv, "d", 8, "w", PyBUF_WRITABLE) < 0) {
-            PyBuffer_Release(&nv);
-            ok = 0;
-        }
-        Py_XDECREF(n);
-        Py_XDECREF(w);
-        if (!ok) {
-            return NULL;
-        }
-        if (i < 0 || i >= nv.shape[0] || i >= wv.shape[0]) {
-            PyBuffer_Release(&nv);
-            PyBuffer_Release(&wv);
-            PyErr_SetString(PyExc_IndexError, "backup: a path index is outside its node's moves");
-            return NULL;
-        }
-        ((double *)nv.buf)[i] += correction;
-        ((double *)wv.buf)[i] += value;
-        PyBuffer_Release(&nv);
-        PyBuffer_Release(&wv);
-        if (get_double(node, s_visits, &visits) < 0 || get_double(node, s_value_sum, &value_sum) < 0
-            || set_double(node, s_visits, visits + correction) < 0
-            || set_double(node, s_value_sum, value_sum + value) < 0) {
-            return NULL;
-        }
-    }
-    Py_RETURN_NONE;
 }
 
 static PyObject *softmax_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -504,37 +302,528 @@ static PyObject *softmax_rows(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* ---- the flat-array tree of dlzero.search.arena ---------------------------------------------------------- */
+
+/* arena.NODE_DTYPE and arena.EDGE_DTYPE: numpy's align=True lays fields out as C does, and arena_layout hands the
+ * sizes and offsets to the import, which falls back to numpy if they differ from the dtypes'. */
+typedef struct {
+    double visits, value_sum, in_n, in_w, visited_prior, nn_value, terminal;
+    int32_t first;
+    int16_t count, mate_plies;
+    uint8_t pending;
+} ANode;
+
+typedef struct {
+    int32_t move;
+    float prior;
+    int32_t child;
+} AEdge;
+
+/* One arena's two record arrays, held for a call. */
+typedef struct {
+    Py_buffer nv, ev;
+    ANode *node;
+    AEdge *edge;
+    Py_ssize_t n_len, e_len;
+} Arena;
+
+/* A writable one-dimensional C-contiguous array of `itemsize`-byte records (the format is not asked for: the
+ * import checked the layout once), or -1 with a TypeError naming it. */
+static int get_records(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *fn, const char *name,
+                       const char *dtype) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            return -1;
+        }
+        PyErr_Clear();
+    } else if (view->ndim == 1 && view->itemsize == itemsize) {
+        return 0;
+    } else {
+        PyBuffer_Release(view);
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "%s: %s must be a writable one-dimensional C-contiguous array of %s records, not %.200s", fn, name,
+                 dtype, Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+static int arena_get(Arena *a, PyObject *nodes, PyObject *edges, const char *fn, const char *nodes_name,
+                     const char *edges_name) {
+    if (get_records(nodes, &a->nv, sizeof(ANode), fn, nodes_name, "NODE_DTYPE") < 0) {
+        return -1;
+    }
+    if (get_records(edges, &a->ev, sizeof(AEdge), fn, edges_name, "EDGE_DTYPE") < 0) {
+        PyBuffer_Release(&a->nv);
+        return -1;
+    }
+    a->node = (ANode *)a->nv.buf;
+    a->edge = (AEdge *)a->ev.buf;
+    a->n_len = a->nv.shape[0];
+    a->e_len = a->ev.shape[0];
+    return 0;
+}
+
+static void arena_release(Arena *a) {
+    PyBuffer_Release(&a->nv);
+    PyBuffer_Release(&a->ev);
+}
+
+/* An integer argument (an int or anything with __index__): 0, or -1 with a TypeError naming it (IndexError
+ * where it does not fit a Py_ssize_t). */
+static int get_index(PyObject *obj, Py_ssize_t *out, const char *fn, const char *name) {
+    *out = PyNumber_AsSsize_t(obj, PyExc_IndexError);
+    if (*out == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: %s must be an integer, not %.200s", fn, name, Py_TYPE(obj)->tp_name);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+static int check_node(Py_ssize_t i, Py_ssize_t n, const char *fn, const char *what) {
+    if (i < 0 || i >= n) {
+        PyErr_Format(PyExc_IndexError, "%s: %s %zd is outside the %zd nodes", fn, what, i, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Node `i`'s edge block, if it is expanded, inside the edge array (a count of 0 is allowed here): 0, or -1 with
+ * an IndexError. */
+static int check_block(const Arena *a, Py_ssize_t i, const char *fn) {
+    const ANode *nd = &a->node[i];
+    if (nd->first >= 0 && (nd->count < 0 || (Py_ssize_t)nd->first + nd->count > a->e_len)) {
+        PyErr_Format(PyExc_IndexError, "%s: node %zd's edges (first %d, count %d) lie outside the %zd edges", fn, i,
+                     (int)nd->first, (int)nd->count, a->e_len);
+        return -1;
+    }
+    return 0;
+}
+
+/* arena._BLANK: no visits, no network value, no proof, not expanded (padding zeroed). */
+static void blank_node(ANode *nd) {
+    memset(nd, 0, sizeof *nd);
+    nd->nn_value = NAN;
+    nd->terminal = NAN;
+    nd->first = -1;
+    nd->mate_plies = -1;
+}
+
+static PyObject *arena_layout(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(nn(nnnnnnnnnnn)(nnn))", (Py_ssize_t)sizeof(ANode), (Py_ssize_t)sizeof(AEdge),
+                         (Py_ssize_t)offsetof(ANode, visits), (Py_ssize_t)offsetof(ANode, value_sum),
+                         (Py_ssize_t)offsetof(ANode, in_n), (Py_ssize_t)offsetof(ANode, in_w),
+                         (Py_ssize_t)offsetof(ANode, visited_prior), (Py_ssize_t)offsetof(ANode, nn_value),
+                         (Py_ssize_t)offsetof(ANode, terminal), (Py_ssize_t)offsetof(ANode, first),
+                         (Py_ssize_t)offsetof(ANode, count), (Py_ssize_t)offsetof(ANode, mate_plies),
+                         (Py_ssize_t)offsetof(ANode, pending), (Py_ssize_t)offsetof(AEdge, move),
+                         (Py_ssize_t)offsetof(AEdge, prior), (Py_ssize_t)offsetof(AEdge, child));
+}
+
+/* Append node `i` and `slot` to `path`: 0, or -1 with an error set and `path` as it was. */
+static int path_append(PyObject *path, Py_ssize_t i, Py_ssize_t slot) {
+    const Py_ssize_t before = PyList_GET_SIZE(path);
+    PyObject *pi = PyLong_FromSsize_t(i);
+    PyObject *ps = pi == NULL ? NULL : PyLong_FromSsize_t(slot);
+    const int ok = ps != NULL && PyList_Append(path, pi) == 0 && PyList_Append(path, ps) == 0;
+    Py_XDECREF(pi);
+    Py_XDECREF(ps);
+    if (!ok && PyList_GET_SIZE(path) > before) {
+        PyList_SetSlice(path, before, PyList_GET_SIZE(path), NULL);
+    }
+    return ok ? 0 : -1;
+}
+
+static PyObject *arena_descend(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_descend";
+    if (want_args(nargs, 9, fn) < 0) {
+        return NULL;
+    }
+    PyObject *board = args[4], *path = args[5];
+    if (!PyList_Check(path)) {
+        PyErr_SetString(PyExc_TypeError, "arena_descend: path must be a list");
+        return NULL;
+    }
+    double root_params[3], params[3];
+    const int own_root = args[6] != Py_None;
+    if ((own_root && get_params(args[6], root_params, fn) < 0) || get_params(args[7], params, fn) < 0) {
+        return NULL;
+    }
+    const double vl = PyFloat_AsDouble(args[8]);
+    if (vl == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n_nodes, i;
+    if (get_index(args[2], &n_nodes, fn, "n_nodes") < 0 || get_index(args[3], &i, fn, "node") < 0) {
+        return NULL;
+    }
+    Arena a;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (n_nodes < 0 || n_nodes >= a.n_len || n_nodes > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "arena_descend: n_nodes %zd leaves no room for a new node in %zd records",
+                     n_nodes, a.n_len);
+        goto done;
+    }
+    if (check_node(i, n_nodes, fn, "node") < 0) {
+        goto done;
+    }
+    Py_ssize_t created = 0;
+    const double *here = own_root ? root_params : params;
+    for (;;) {
+        ANode *nd = &a.node[i];
+        /* the walk goes on through expanded nodes (first >= 0) that hold no proven result (terminal NaN) */
+        if (!(nd->terminal != nd->terminal) || nd->first < 0) {
+            break;
+        }
+        if (check_block(&a, i, fn) < 0) {
+            goto done;
+        }
+        if (nd->count == 0) {
+            PyErr_Format(PyExc_ValueError, "arena_descend: expanded node %zd has no edges", i);
+            goto done;
+        }
+        AEdge *block = a.edge + nd->first;
+        /* Arena.select: the rule over the edges, N and W read from the children (0 where there is none) */
+        const Puct r = puct_node(nd->visits, nd->value_sum, nd->visited_prior, here[0], here[1], here[2]);
+        Py_ssize_t slot = -1;
+        double best = -INFINITY;
+        for (Py_ssize_t k = 0; k < nd->count; k++) {
+            const int32_t c = block[k].child;
+            double n = 0.0, w = 0.0;
+            if (c >= 0) {
+                if (c >= n_nodes) {
+                    PyErr_Format(PyExc_IndexError, "arena_descend: node %zd's edge %zd leads to node %d, outside the "
+                                 "%zd nodes", i, k, (int)c, n_nodes);
+                    goto done;
+                }
+                n = a.node[c].in_n;
+                w = a.node[c].in_w;
+            }
+            const double score = puct_score(&r, (double)block[k].prior, n, w);
+            if (score > best || slot < 0) {
+                best = score;
+                slot = k;
+            }
+        }
+        /* Arena.step: the path first (a list that cannot grow leaves this level untouched), then visited prior on
+           a first visit, the child (created if new), virtual loss on the edge and the node, the board's move */
+        if (path_append(path, i, slot) < 0) {
+            goto done;
+        }
+        AEdge *e = &block[slot];
+        int32_t c = e->child;
+        if (c < 0 || a.node[c].in_n == 0) {
+            nd->visited_prior += (double)e->prior;
+        }
+        const int made = c < 0;
+        if (made) {
+            c = (int32_t)n_nodes;
+            blank_node(&a.node[c]);
+            e->child = c;
+            created = 1;
+        }
+        a.node[c].in_n += vl;
+        nd->visits += vl;
+        PyObject *move = PyLong_FromLong(e->move);
+        PyObject *pushed = move == NULL ? NULL : PyObject_CallMethodOneArg(board, s_push, move);
+        Py_XDECREF(move);
+        if (pushed == NULL) {
+            /* the move is not on the board, so its path entries go again (the caller pops once per pair); the virtual
+               loss stays, as a board that refuses a move ends the search; a node made here is unlinked, since the
+               caller, getting no count back, does not take it into n_nodes */
+            PyList_SetSlice(path, PyList_GET_SIZE(path) - 2, PyList_GET_SIZE(path), NULL);
+            if (made) {
+                e->child = -1;
+            }
+            goto done;
+        }
+        Py_DECREF(pushed);
+        i = c;
+        here = params;
+    }
+    result = Py_BuildValue("(nn)", i, created);
+done:
+    arena_release(&a);
+    return result;
+}
+
+static PyObject *arena_backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_backup";
+    if (want_args(nargs, 6, fn) < 0) {
+        return NULL;
+    }
+    PyObject *path = args[2];
+    if (!PyList_Check(path) || PyList_GET_SIZE(path) % 2 != 0) {
+        PyErr_SetString(PyList_Check(path) ? PyExc_ValueError : PyExc_TypeError,
+                        "arena_backup: path must be a list of (node, slot) pairs, flat: [node, slot, node, slot, ...]");
+        return NULL;
+    }
+    Py_ssize_t leaf;
+    if (get_index(args[3], &leaf, fn, "leaf") < 0) {
+        return NULL;
+    }
+    double value = PyFloat_AsDouble(args[4]);
+    const double correction = PyFloat_AsDouble(args[5]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Arena a;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        return NULL;
+    }
+    /* every level checked and turned into (node, child) before anything is written: a bad path changes nothing */
+    Py_ssize_t stack[256];
+    Py_ssize_t *pairs = stack;
+    const Py_ssize_t levels = PyList_GET_SIZE(path) / 2;
+    int failed = check_node(leaf, a.n_len, fn, "leaf") < 0;
+    if (!failed && levels * 2 > (Py_ssize_t)(sizeof stack / sizeof stack[0])) {
+        pairs = PyMem_Malloc((size_t)levels * 2 * sizeof(Py_ssize_t));
+        if (pairs == NULL) {
+            PyErr_NoMemory();
+            failed = 1;
+        }
+    }
+    for (Py_ssize_t j = 0; j < levels && !failed; j++) {
+        Py_ssize_t node, slot;
+        failed = 1;
+        if (2 * j + 1 >= PyList_GET_SIZE(path)) {  /* (an __index__ that shrank the list) */
+            PyErr_SetString(PyExc_ValueError, "arena_backup: path changed size");
+            break;
+        }
+        PyObject *pn = PyList_GET_ITEM(path, 2 * j), *ps = PyList_GET_ITEM(path, 2 * j + 1);
+        Py_INCREF(pn);
+        Py_INCREF(ps);
+        const int ints = get_index(pn, &node, fn, "a path node") == 0 && get_index(ps, &slot, fn, "a path slot") == 0;
+        Py_DECREF(pn);
+        Py_DECREF(ps);
+        if (!ints || check_node(node, a.n_len, fn, "path node") < 0 || check_block(&a, node, fn) < 0) {
+            break;
+        }
+        const ANode *nd = &a.node[node];
+        if (nd->first < 0) {
+            PyErr_Format(PyExc_ValueError, "arena_backup: path node %zd is not expanded", node);
+            break;
+        }
+        if (slot < 0 || slot >= nd->count) {
+            PyErr_Format(PyExc_IndexError, "arena_backup: slot %zd is outside node %zd's %d edges", slot, node,
+                         (int)nd->count);
+            break;
+        }
+        const int32_t child = a.edge[nd->first + slot].child;
+        if (child < 0 || child >= a.n_len) {
+            PyErr_Format(PyExc_IndexError, "arena_backup: slot %zd of node %zd leads to no node (child %d)", slot, node,
+                         (int)child);
+            break;
+        }
+        pairs[2 * j] = node;
+        pairs[2 * j + 1] = child;
+        failed = 0;
+    }
+    if (!failed) {
+        /* Arena.backup's arithmetic, operation for operation */
+        a.node[leaf].visits += 1.0;
+        a.node[leaf].value_sum += value;
+        for (Py_ssize_t j = levels - 1; j >= 0; j--) {
+            ANode *nd = &a.node[pairs[2 * j]], *ch = &a.node[pairs[2 * j + 1]];
+            value = 1.0 - value;
+            ch->in_n += correction;
+            ch->in_w += value;
+            nd->visits += correction;
+            nd->value_sum += value;
+        }
+    }
+    if (pairs != stack) {
+        PyMem_Free(pairs);
+    }
+    arena_release(&a);
+    if (failed) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Arena.subtree's order: `root`, then for each listed node its children in edge order (breadth first). Returns a
+ * PyMem array of node indices, their number in *count and the summed counts of the expanded ones in *n_edges; or
+ * NULL with an error set where a block or a child lies outside the arrays, or the walk lists more nodes than the
+ * array holds (the edges form a cycle). Iterative: a tree may be a million nodes deep. */
+static int32_t *subtree_order(const Arena *a, Py_ssize_t root, Py_ssize_t *count, Py_ssize_t *n_edges,
+                              const char *fn) {
+    if (check_node(root, a->n_len, fn, "root") < 0) {
+        return NULL;
+    }
+    Py_ssize_t cap = a->n_len < 1024 ? a->n_len : 1024, len = 1, edges = 0;
+    int32_t *order = PyMem_Malloc((size_t)cap * sizeof(int32_t));
+    if (order == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    order[0] = (int32_t)root;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        const Py_ssize_t i = order[k];
+        if (check_block(a, i, fn) < 0) {
+            PyMem_Free(order);
+            return NULL;
+        }
+        const ANode *nd = &a->node[i];
+        if (nd->first < 0) {
+            continue;
+        }
+        edges += nd->count;
+        const AEdge *block = a->edge + nd->first;
+        for (Py_ssize_t j = 0; j < nd->count; j++) {
+            const int32_t c = block[j].child;
+            if (c < 0) {
+                continue;
+            }
+            if (c >= a->n_len || len == a->n_len) {
+                PyErr_Format(c >= a->n_len ? PyExc_IndexError : PyExc_ValueError,
+                             c >= a->n_len ? "%s: node %zd's edge %zd leads to node %d, outside the %zd nodes"
+                                           : "%s: node %zd's edge %zd leads to node %d, one too many for %zd nodes: "
+                                             "the edges form a cycle",
+                             fn, i, j, (int)c, a->n_len);
+                PyMem_Free(order);
+                return NULL;
+            }
+            if (len == cap) {
+                cap = cap > a->n_len / 2 ? a->n_len : cap * 2;
+                int32_t *grown = PyMem_Realloc(order, (size_t)cap * sizeof(int32_t));
+                if (grown == NULL) {
+                    PyMem_Free(order);
+                    PyErr_NoMemory();
+                    return NULL;
+                }
+                order = grown;
+            }
+            order[len++] = c;
+        }
+    }
+    *count = len;
+    *n_edges = edges;
+    return order;
+}
+
+static PyObject *arena_subtree_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_subtree_size";
+    Py_ssize_t root, count, edges;
+    if (want_args(nargs, 3, fn) < 0 || get_index(args[2], &root, fn, "root") < 0) {
+        return NULL;
+    }
+    Arena a;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        return NULL;
+    }
+    int32_t *order = subtree_order(&a, root, &count, &edges, fn);
+    arena_release(&a);
+    if (order == NULL) {
+        return NULL;
+    }
+    PyMem_Free(order);
+    return Py_BuildValue("(nn)", count, edges);
+}
+
+static int overlaps(const Py_buffer *x, const Py_buffer *y) {
+    const char *xs = x->buf, *ys = y->buf;
+    return xs < ys + y->len && ys < xs + x->len;
+}
+
+static PyObject *arena_compact(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_compact";
+    Py_ssize_t root, count, edges;
+    if (want_args(nargs, 5, fn) < 0 || get_index(args[2], &root, fn, "root") < 0) {
+        return NULL;
+    }
+    Arena a, out;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        return NULL;
+    }
+    if (arena_get(&out, args[3], args[4], fn, "out_nodes", "out_edges") < 0) {
+        arena_release(&a);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int32_t *order = NULL;
+    if (overlaps(&out.nv, &a.nv) || overlaps(&out.nv, &a.ev) || overlaps(&out.ev, &a.nv) || overlaps(&out.ev, &a.ev)
+        || overlaps(&out.nv, &out.ev)) {
+        PyErr_SetString(PyExc_ValueError, "arena_compact: out_nodes and out_edges must be new arrays of their own");
+        goto done;
+    }
+    if ((order = subtree_order(&a, root, &count, &edges, fn)) == NULL) {
+        goto done;
+    }
+    if (out.n_len != count || out.e_len != edges || edges > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "arena_compact: the subtree has %zd nodes and %zd edges (arena_subtree_size); "
+                     "out_nodes and out_edges hold %zd and %zd", count, edges, out.n_len, out.e_len);
+        goto done;
+    }
+    /* records copied as they are in Arena.subtree's order, each node's block following the one before; a child
+       listed k-th by subtree_order is node k of the copy, and the edges reach the children in that same order */
+    Py_ssize_t cursor = 0, next = 1;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const ANode *src = &a.node[order[k]];
+        ANode *dst = &out.node[k];
+        memcpy(dst, src, sizeof *dst);
+        if (src->first < 0) {
+            dst->first = -1;
+            continue;
+        }
+        dst->first = (int32_t)cursor;
+        memcpy(out.edge + cursor, a.edge + src->first, (size_t)src->count * sizeof(AEdge));
+        for (Py_ssize_t j = 0; j < src->count; j++) {
+            AEdge *e = &out.edge[cursor + j];
+            e->child = e->child >= 0 ? (int32_t)next++ : -1;
+        }
+        cursor += src->count;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(order);
+    arena_release(&out);
+    arena_release(&a);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"select", (PyCFunction)(void (*)(void))select_move, METH_FASTCALL,
      "Index of the move with the highest PUCT score (see dlzero.search.select.puct_select)."},
-    {"descend", (PyCFunction)(void (*)(void))descend, METH_FASTCALL,
-     "Walk down a search tree by the PUCT rule with virtual loss (see dlzero.search.mcts.Search._descend)."},
-    {"backup", (PyCFunction)(void (*)(void))backup, METH_FASTCALL,
-     "Add a leaf's value up its path (see dlzero.search.mcts.Search._backup)."},
     {"softmax_rows", (PyCFunction)(void (*)(void))softmax_rows, METH_FASTCALL,
      "Softmax of each row's logits at its labels (see dlzero.search.mcts.softmax_rows_into)."},
+    {"arena_layout", arena_layout, METH_NOARGS,
+     "(node itemsize, edge itemsize, node field offsets, edge field offsets) of the C structs."},
+    {"arena_descend", (PyCFunction)(void (*)(void))arena_descend, METH_FASTCALL,
+     "Walk down an arena by the PUCT rule with virtual loss (see dlzero.search.arena.Arena.descend)."},
+    {"arena_backup", (PyCFunction)(void (*)(void))arena_backup, METH_FASTCALL,
+     "Add a leaf's value up its path in an arena (see dlzero.search.arena.Arena.backup)."},
+    {"arena_subtree_size", (PyCFunction)(void (*)(void))arena_subtree_size, METH_FASTCALL,
+     "(nodes, edges) of the subtree below a node (see dlzero.search.arena.Arena.subtree_size)."},
+    {"arena_compact", (PyCFunction)(void (*)(void))arena_compact, METH_FASTCALL,
+     "Copy the subtree below a node into new arrays (see dlzero.search.arena.Arena.compact)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_puct",
-    .m_doc = "dlzero's PUCT selection, descent, backup and priors, compiled.",
+    .m_doc = "dlzero's PUCT selection, arena tree walk, backup, subtree size and compaction, and priors' "
+             "softmax, compiled.",
     .m_size = -1,
     .m_methods = methods,
 };
 
 PyMODINIT_FUNC PyInit__puct(void) {
-    struct {
-        PyObject **slot;
-        const char *name;
-    } names[] = {{&s_terminal, "terminal"}, {&s_moves, "moves"}, {&s_prior, "prior"}, {&s_n, "n"}, {&s_w, "w"},
-                 {&s_children, "children"}, {&s_visits, "visits"}, {&s_value_sum, "value_sum"},
-                 {&s_visited_prior, "visited_prior"}, {&s_push, "push"}};
-    for (size_t j = 0; j < sizeof names / sizeof names[0]; j++) {
-        if ((*names[j].slot = PyUnicode_InternFromString(names[j].name)) == NULL) {
-            return NULL;
-        }
+    if ((s_push = PyUnicode_InternFromString("push")) == NULL) {
+        return NULL;
     }
     return PyModule_Create(&module);
 }

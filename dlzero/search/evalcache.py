@@ -11,9 +11,30 @@ from collections import OrderedDict
 
 import numpy as np
 
-from dlzero.search.node import py_block, view_bytes
-
 __all__ = ["EvalCache"]
+
+# The entries' bytes as the allocators hold them (tests/test_usi_hash.py checks them against tracemalloc and the
+# resident size): CPython's object allocator serves requests of up to 512 bytes in 16-byte steps; larger ones,
+# numpy's buffers and an array's shape and strides come from the C library's malloc, which adds an 8-byte header
+# and rounds up to 16.
+_PYMALLOC_MAX = 512
+_ARRAY_OBJECT = np.ndarray.__basicsize__  # an ndarray object, without its shape and strides
+
+
+def c_block(size: int) -> int:
+    """Bytes glibc's malloc holds for a request of `size` bytes (at least 32)."""
+    return max(32, (size + 8 + 15) & ~15)
+
+
+def py_block(size: int) -> int:
+    """Bytes CPython's allocator holds for a request of `size` bytes (PyObject_Malloc, PyMem_Malloc)."""
+    return (size + 15) & ~15 if size <= _PYMALLOC_MAX else c_block(size)
+
+
+def array_bytes(nbytes: int) -> int:
+    """A one-dimensional numpy array owning `nbytes` of data: the object, its shape and strides, the data."""
+    return py_block(_ARRAY_OBJECT) + c_block(16) + c_block(max(nbytes, 1))
+
 
 # An entry: the key (`input_key`: a 4-tuple whose Zobrist hash and move are int objects of their own), the value
 # (a 2-tuple of the prior and a float) and the OrderedDict's share of its hash table and links (75-105 bytes an
@@ -25,15 +46,15 @@ ENTRY_BYTES = (py_block(sys.getsizeof((0, 0, 0, 0))) + py_block(sys.getsizeof(1 
 
 
 def entry_bytes(prior: np.ndarray) -> int:
-    """Bytes of one entry whose prior is `prior` (a view of its batch's priors: its object and its data)."""
-    return ENTRY_BYTES + view_bytes() + prior.nbytes
+    """Bytes of one entry whose prior is `prior` (an array of its own)."""
+    return ENTRY_BYTES + array_bytes(prior.nbytes)
 
 
 class EvalCache:
     """(prior, value) by input key, least recently used first, with `memory` the bytes the entries hold.
 
-    A prior is shared with the node it was made for while that node lives, so the tree and the cache
-    together count it twice then: the budget errs on the safe side.
+    An entry keeps a copy of its prior: a view would keep its whole batch's priors alive for as long as
+    any entry of the batch lives, bytes no count would see.
     """
 
     def __init__(self) -> None:
@@ -56,6 +77,7 @@ class EvalCache:
         old = self._entries.get(key)
         if old is not None:
             self.memory -= entry_bytes(old[0])
+        prior = prior.copy()
         self._entries[key] = (prior, value)
         self.memory += entry_bytes(prior)
         while len(self._entries) > capacity:

@@ -9,13 +9,22 @@ the root it is one search per move played (a few ms on average at 30k nodes, mos
 few checks), so it runs there, on the moves the search would play. Measured, it did not change the
 score against GPS Shogi (by the time a mate is provable at the root those games were lost:
 docs/benchmarks/teacher.md, "The mate guard"), so it is off by default: a cheap safety, not a lever.
+
+An engine that must answer while it thinks (`dlzero usi`, `dlzero analyze`) runs the guard's df-pn in
+its mate helper process (`dlzero.search.mate`): in the engine's own process df-pn holds the GIL for
+its whole run, and a budget of 10^7 nodes (1.5-100 us a node) kept `stop`, `isready` and `quit`
+waiting for seconds to minutes. There a stop ends the guard at once, and the move the search chose
+stands, checked only as far as the guard got. Self-play and gating, many games in one process with
+no one to answer, keep df-pn in-process and save the helper's round trips.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import cshogi
 
-from dlzero.search.node import NODE_BYTES, PARENT_BYTES, Node
+from dlzero.search.mate import MateSolver
 from dlzero.search.result import child_proof, chosen_index
 from dlzero.search.tree import Tree
 
@@ -37,7 +46,19 @@ def opponent_mate(board: cshogi.Board, dfpn: cshogi.DfPn) -> tuple[int, int]:
     return (max(len(dfpn.get_pv(board)), 1) if found else 0), spent
 
 
-def guard_root(tree: Tree, nodes: int) -> int:
+def _helper_mate(board: cshogi.Board, solver: MateSolver, nodes: int,
+                stop: Callable[[], bool] | None) -> tuple[int, int] | None:
+    """`opponent_mate` in `solver`'s helper process within `nodes` nodes, or None when `stop()` turned
+    true first (the helper's search is abandoned)."""
+    answer = solver.search_counted(board, DFPN_MAX_PLIES, nodes, stop=stop)
+    if answer is None:
+        return None
+    pv, spent = answer
+    return len(pv), max(spent, 1)
+
+
+def guard_root(tree: Tree, nodes: int, solver: MateSolver | None = None,
+               stop: Callable[[], bool] | None = None) -> int:
     """Mark as proven lost each move the search would play that lets the opponent mate, best
     first, until one passes or `nodes` df-pn nodes are spent; return how many were marked.
 
@@ -47,34 +68,37 @@ def guard_root(tree: Tree, nodes: int) -> int:
     one core: 30k nodes ~0.1 s), which a move made against the clock needs; most positions cost a
     small part of it (few checks to try). When the budget runs out, the next move is played as the
     search chose it. The root's board is used and left as it was.
+
+    With `solver` the df-pn searches run in its helper process, and `stop()` turning true ends the
+    guard at once with the moves marked so far (without `solver` it is looked at between searches).
     """
     root = tree.root
-    if nodes <= 0 or not root.expanded or len(root.moves) < 2:
+    moves = root.moves
+    if nodes <= 0 or not root.expanded or len(moves) < 2:
         return 0
-    dfpn = cshogi.DfPn(DFPN_MAX_PLIES, nodes)
+    dfpn = cshogi.DfPn(DFPN_MAX_PLIES, nodes) if solver is None else None
     board = tree.board
     marked = 0
     left = nodes
-    while left > 0:
+    while left > 0 and not (stop is not None and stop()):
         i = chosen_index(tree)
         if child_proof(root, i) is not None:  # a proven win, or every move already proven lost
             break
-        dfpn.set_max_search_node(left)
-        board.push(int(root.moves[i]))
+        board.push(int(moves[i]))
         try:
-            plies, spent = opponent_mate(board, dfpn)
+            if dfpn is not None:
+                dfpn.set_max_search_node(left)
+                found = opponent_mate(board, dfpn)
+            else:
+                found = _helper_mate(board, solver, left, stop)
         finally:
             board.pop()
+        if found is None:  # stopped
+            break
+        plies, spent = found
         left -= spent
         if not plies:
             break
-        child = root.children[i]
-        if child is None:
-            if all(c is None for c in root.children):  # a root the search never went through (Node.size counts it)
-                tree.memory += PARENT_BYTES
-            child = root.children[i] = Node()
-            tree.nodes += 1
-            tree.memory += NODE_BYTES
-        child.terminal, child.mate_plies = 1.0, plies
+        tree.arena.set_proof(tree.arena.make_child(root.index, i), 1.0, plies)
         marked += 1
     return marked

@@ -35,17 +35,14 @@ from dlzero.search.evalcache import EvalCache
 from dlzero.search.guard import guard_root
 from dlzero.search.gumbel import GumbelParams, GumbelRoot
 from dlzero.search.heap import HeapTrimmer, trim_slack
-from dlzero.search.node import NODE_BYTES, PARENT_BYTES, Node, expansion_bytes, order_bytes
+from dlzero.search.mate import MateSolver
 from dlzero.search.rules import leaf_proof
-from dlzero.search.select import COMPILED, PuctParams, prior_order, puct_select, puct_select_prefix
 from dlzero.search.tree import Tree
 
-try:  # the descent, backup and priors compiled with the rule (dlzero/search/_puct.c); absent where the rule is
-    from dlzero.search._puct import backup as _compiled_backup
-    from dlzero.search._puct import descend as _compiled_descend
+try:  # the priors compiled (dlzero/search/_puct.c); absent where the install found no C compiler
     from dlzero.search._puct import softmax_rows as _compiled_softmax_rows
 except ImportError:
-    _compiled_backup = _compiled_descend = _compiled_softmax_rows = None
+    _compiled_softmax_rows = None
 
 # While a pipelined search runs, the interpreter hands the GIL over every 50 us instead of every 5 ms.
 # The tree holds the GIL almost all the time; the helper thread needs it for a few short stretches per
@@ -83,8 +80,8 @@ class _Leaf:
     """A leaf queued for the network: where it hangs, and what its expansion needs."""
 
     tree: Tree
-    path: list[tuple[Node, int]]
-    node: Node
+    path: list[int]  # [node, slot, node, slot, ...] (dlzero.search.arena)
+    node: int
     moves: np.ndarray
     labels: np.ndarray
     key: tuple | None  # the evaluation cache's key (None: not cached: cache off, or moves filtered)
@@ -112,11 +109,6 @@ class SearchStats:
     guarded: int = 0  # root moves the mate guard proved lost (`search.mate_guard_nodes`)
 
 
-# With the compiled rule (`select.COMPILED`) every node is scored, and the tree walked and backed up, in C;
-# without it, a node with at most this many tried moves is scored in plain Python (`puct_select_prefix`), one
-# with more in numpy.
-COMPILED_SELECT = COMPILED and _compiled_descend is not None
-PREFIX_SELECT_MAX = 12
 # A batch's priors in one C pass (`_puct.softmax_rows`) rather than numpy's calls; a switch of its own, since
 # its float64 exp may differ from numpy's in the last bit (tests compare the two within float32 rounding).
 COMPILED_PRIORS = _compiled_softmax_rows is not None
@@ -185,17 +177,15 @@ class Search:
     def cfg(self, cfg: SearchConfig) -> None:
         """Setting the config also fixes the PUCT constants `_select` passes to the rule."""
         self._cfg = cfg
-        self._puct = PuctParams(cfg.c_init, cfg.c_base, cfg.fpu_reduction)
-        self._puct_root = PuctParams(cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)
-        self._puct_args = (self._puct.c_init, self._puct.c_base, self._puct.fpu_reduction)  # `_puct.descend`'s form
-        self._puct_root_args = (self._puct_root.c_init, self._puct_root.c_base, self._puct_root.fpu_reduction)
+        self._puct_args = (cfg.c_init, cfg.c_base, cfg.fpu_reduction)  # (c_init, c_base, fpu_reduction): `Arena`'s
+        self._puct_root_args = (cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)
         self._gumbel = GumbelParams(cfg.gumbel_c_visit, cfg.gumbel_c_scale) if cfg.algorithm == "gumbel" else None
-        self._first_walk = 1.0 + cfg.virtual_loss  # a node's visits on the first walk through it (`_count_child`)
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trees: Sequence[Tree], playouts: int | Sequence[int], leaves_per_tree: int | None = None,
             should_stop: Callable[[], bool] | None = None, on_step: Callable[[], None] | None = None,
-            resume: bool = False, guard: bool = True) -> None:
+            resume: bool = False, guard: bool = True, guard_solver: MateSolver | None = None,
+            guard_stop: Callable[[], bool] | None = None) -> None:
         """Search every tree until it has done its playouts (or `should_stop()` says so).
 
         `leaves_per_tree` (how many leaves each tree adds to one network call) defaults to the
@@ -210,6 +200,8 @@ class Search:
         trees go on with the search they began (`playouts`: those left), so each keeps its Gumbel
         root instead of restarting Sequential Halving on what is left; with `guard` off the mate
         guard waits for the last slice (`guard_roots`), as it would run once on an unsliced search.
+        `guard_solver` and `guard_stop` are `guard_roots`' `solver` and `stop`: not `should_stop`, which
+        turns true when the clock ends the search, right before the guard is wanted.
         """
         wanted = [playouts] * len(trees) if isinstance(playouts, int) else list(playouts)
         for tree, n in zip(trees, wanted, strict=True):
@@ -234,14 +226,17 @@ class Search:
         with quick_gil_handoff() if streams else contextlib.nullcontext():
             self._loop(trees, per_tree, streams, buffers, should_stop, on_step)
         if guard:
-            self.guard_roots(trees)
+            self.guard_roots(trees, guard_solver, guard_stop)
         self.stats.total_seconds += time.perf_counter() - start
 
-    def guard_roots(self, trees: Sequence[Tree]) -> None:
-        """The mate guard (`search.mate_guard_nodes`; off at 0) on each tree's searched root."""
+    def guard_roots(self, trees: Sequence[Tree], solver: MateSolver | None = None,
+                    stop: Callable[[], bool] | None = None) -> None:
+        """The mate guard (`search.mate_guard_nodes`; off at 0) on each tree's searched root: its df-pn
+        in `solver`'s helper process when given (an engine that answers while it thinks), which
+        `stop()` ends at once (`dlzero.search.guard`)."""
         if self.cfg.mate_guard_nodes:
             for tree in trees:
-                self.stats.guarded += guard_root(tree, self.cfg.mate_guard_nodes)
+                self.stats.guarded += guard_root(tree, self.cfg.mate_guard_nodes, solver, stop)
 
     def _loop(self, trees: Sequence[Tree], per_tree: int, streams: int, buffers: list[np.ndarray],
               should_stop: Callable[[], bool] | None, on_step: Callable[[], None] | None) -> None:
@@ -327,81 +322,44 @@ class Search:
 
     def _descend(self, tree: Tree, leaves: list[_Leaf]) -> bool | None:
         """One playout from the root. True: queued or finished; None: collided with a pending leaf."""
-        board = tree.board
-        path: list[tuple[Node, int]] = []
-        node = self._walk(tree, path) if COMPILED_SELECT else self._walk_python(tree, path)
-        if node.terminal is not None:
-            self._backup(tree, path, node, node.terminal)
-        elif node.pending:
-            self._undo_virtual_loss(path)
+        board, arena = tree.board, tree.arena
+        path: list[int] = []
+        node = self._walk(tree, path)
+        terminal = arena.terminal(node)
+        if terminal is not None:
+            self._backup(tree, path, node, terminal)
+        elif arena.pending(node):
+            arena.undo_virtual_loss(path, self.cfg.virtual_loss)
             if tree.gumbel is not None and path:
-                tree.gumbel.undo(path[0][1])
+                tree.gumbel.undo(path[1])
             self._unwind(board, path)
             return None
         elif not self._reach_leaf(tree, board, node, path, leaves):
-            self._backup(tree, path, node, node.terminal)
+            self._backup(tree, path, node, arena.terminal(node))
         self._unwind(board, path)
         return True
 
-    def _walk(self, tree: Tree, path: list[tuple[Node, int]]) -> Node:
-        """`_walk_python` in C (`_puct.descend`), the Gumbel root's step excepted."""
-        node, root_args = tree.root, self._puct_root_args
-        if tree.gumbel is not None and node.terminal is None and node.expanded:
-            node = self._step(tree, node, tree.gumbel.select(node.n, node.w), path)
-            root_args = None  # the walk starts below the root: PUCT's own constants from there
-        node, created = _compiled_descend(node, tree.board, path, root_args, self._puct_args, self.cfg.virtual_loss,
-                                          Node)
-        if created:  # one at most: the walk stops at the first node not expanded (`_count_child`, inline: hot)
-            tree.nodes += 1
-            tree.memory += NODE_BYTES if path[-1][0].visits != self._first_walk else NODE_BYTES + PARENT_BYTES
-        return node
+    def _walk(self, tree: Tree, path: list[int]) -> int:
+        """From the root down through expanded, unproven nodes by the selection rule (the Gumbel root's step at
+        the root, PUCT below: `Arena.descend`, compiled where built), adding virtual loss and pushing the moves
+        on the tree's board; returns the first node that is proven or not expanded."""
+        arena, node, root_args, vl = tree.arena, tree.root_index, self._puct_root_args, self.cfg.virtual_loss
+        if tree.gumbel is not None and arena.terminal(node) is None and arena.expanded(node):
+            i = tree.gumbel.select(arena.edge_n(node), arena.edge_w(node))
+            node, _ = arena.step(node, i, vl, tree.board, path)
+            root_args = None  # the walk goes on below the root: PUCT's own constants from there
+        return arena.descend(node, tree.board, path, root_args, self._puct_args, vl)[0]
 
-    def _walk_python(self, tree: Tree, path: list[tuple[Node, int]]) -> Node:
-        """From the root down through expanded, unproven nodes by the selection rule, adding virtual loss
-        and pushing the moves on the tree's board; returns the first node that is proven or not expanded."""
-        node = tree.root
-        while node.terminal is None and node.expanded:
-            if node is tree.root:
-                i = tree.gumbel.select(node.n, node.w) if tree.gumbel is not None else self._select(
-                    tree, node, self._puct_root)
-            else:
-                i = self._select(tree, node, self._puct)
-            node = self._step(tree, node, i, path)
-        return node
-
-    def _step(self, tree: Tree, node: Node, i: int, path: list[tuple[Node, int]]) -> Node:
-        """Go down edge `i` of `node`: virtual loss, the path, the child (created if new), the board's move."""
-        vl = self.cfg.virtual_loss
-        if node.n[i] == 0:
-            node.visited_prior += float(node.prior[i])
-        node.n[i] += vl
-        node.visits += vl
-        path.append((node, i))
-        child = node.children[i]
-        if child is None:
-            child = node.children[i] = Node()
-            self._count_child(tree, node)
-        tree.board.push(int(node.moves[i]))
-        return child
-
-    def _count_child(self, tree: Tree, parent: Node) -> None:
-        """A node was just created below `parent` (its virtual loss added): count it, and `PARENT_BYTES` when it is
-        `parent`'s first child, i.e. this is the first walk through `parent`: its own visit and this walk's
-        virtual loss are all its visits (any other walk through it, done or in flight, adds to them)."""
-        tree.nodes += 1
-        tree.memory += NODE_BYTES if parent.visits != self._first_walk else NODE_BYTES + PARENT_BYTES
-
-    def _reach_leaf(self, tree: Tree, board: cshogi.Board, node: Node, path: list[tuple[Node, int]],
-                    leaves: list[_Leaf]) -> bool:
+    def _reach_leaf(self, tree: Tree, board: cshogi.Board, node: int, path: list[int], leaves: list[_Leaf]) -> bool:
         """First visit of a node: settle it by the rules, from the cache, or queue it for the network."""
+        arena = tree.arena
         moves, labels = legal_moves_and_labels(board)
         proof = leaf_proof(board, self.cfg, len(moves)) if path else ((0.0, 0) if len(moves) == 0 else None)
         if proof is not None:
-            node.terminal, node.mate_plies = proof
-            if node.terminal == 0.0 and len(path) > 1:
-                mover = path[-1][0]  # the mover has a winning move: its node is proven won
-                mover.terminal = 1.0
-                mover.mate_plies = None if node.mate_plies is None else node.mate_plies + 1
+            terminal, plies = proof
+            arena.set_proof(node, terminal, plies)
+            if terminal == 0.0 and len(path) > 2:  # the mover (not the root) has a winning move: it is proven won
+                arena.set_proof(path[-2], 1.0, None if plies is None else plies + 1)
             return False
         # A filtered node's priors cover only some moves: it must not share the cache with full nodes.
         keep = tree.move_filter(board, len(path), moves) if tree.move_filter is not None else None
@@ -412,11 +370,11 @@ class Search:
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             prior, value = cached
-            node.nn_value = value  # before `_expand`: a Gumbel root needs it
+            arena.set_nn_value(node, value)  # before `_expand`: a Gumbel root needs it
             self._expand(tree, node, moves, prior)
             self._backup(tree, path, node, value)
             return True
-        node.pending = True
+        arena.set_pending(node, True)
         self.encoder.add(board, reps)  # row len(leaves) of the batch; finished once per network call
         leaves.append(_Leaf(tree, list(path), node, moves, labels, key))
         return True
@@ -450,10 +408,10 @@ class Search:
         for j, leaf in enumerate(leaves):
             prior = priors[j]
             value = (float(values[j]) + 1.0) * 0.5
-            node = leaf.node
-            node.pending = False
+            node, arena = leaf.node, leaf.tree.arena
+            arena.set_pending(node, False)
             leaf.tree.inflight -= 1
-            node.nn_value = value  # before `_expand`: a Gumbel root needs it
+            arena.set_nn_value(node, value)  # before `_expand`: a Gumbel root needs it
             self._expand(leaf.tree, node, leaf.moves, prior)
             if leaf.key is not None:
                 self.cache.put(leaf.key, prior, value, self.cfg.nn_cache_size)
@@ -465,10 +423,9 @@ class Search:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _expand(self, tree: Tree, node: Node, moves: np.ndarray, prior: np.ndarray) -> None:
-        node.expand(moves, prior)
-        tree.memory += expansion_bytes(len(moves))
-        if node is tree.root:
+    def _expand(self, tree: Tree, node: int, moves: np.ndarray, prior: np.ndarray) -> None:
+        tree.arena.expand(node, moves, prior)
+        if node == tree.root_index:
             self.add_root_noise(tree)
             self.start_gumbel(tree, spent=1)
 
@@ -498,67 +455,18 @@ class Search:
             return
         noise = self.rng.dirichlet([self.cfg.dirichlet_alpha] * len(root.moves))
         eps = self.cfg.dirichlet_epsilon
-        tree.clean_prior = root.prior
-        root.prior = ((1.0 - eps) * root.prior + eps * noise).astype(np.float32)
-        if root.order is not None:  # ordered by the old priors: `_select` orders the new ones
-            tree.memory -= order_bytes(len(root.order))
-            root.order = None
+        tree.clean_prior = prior = root.prior
+        root.prior = ((1.0 - eps) * prior + eps * noise).astype(np.float32)
         tree.noised = True
 
-    # -- selection and backup -------------------------------------------------------------------
-    def _select(self, tree: Tree, node: Node, params: PuctParams) -> int:
-        """The child to descend into by the PUCT rule (`dlzero.search.select`; the root has its own
-        constants): compiled, every move in one C pass; otherwise scoring only the moves tried so far and
-        the best untried one while they are few (`puct_select_prefix`), every move in numpy once they are not.
-
-        Without the compiled rule, the moves by prior (`node.order`) are worked out at a node's first
-        selection, or again once root noise has reshaped its priors; `node.width` then covers every move
-        visited so far (a reused root's visits need not be a prefix of its new order, so its width reaches
-        its last visited move).
-        """
-        if COMPILED_SELECT:
-            return puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params)
-        order = node.order
-        if order is None:
-            order = node.order = prior_order(node.prior)
-            tree.memory += order_bytes(len(order))
-            visited = np.flatnonzero(node.n[order])  # positions in `order` of the moves visited so far
-            node.width = int(visited[-1]) + 1 if len(visited) else 0
-        width = node.width
-        if width <= PREFIX_SELECT_MAX:
-            i = puct_select_prefix(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior,
-                                   params, order, width)
-        else:
-            i = puct_select(node.prior, node.n, node.w, node.visits, node.value_sum, node.visited_prior, params,
-                            compiled=False)
-        if width < len(order) and i == order.item(width):
-            node.width = width + 1
-        return i
-
-    def _backup(self, tree: Tree, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
+    # -- backup ---------------------------------------------------------------------------------
+    def _backup(self, tree: Tree, path: list[int], leaf: int, value: float) -> None:
         """Add `value` (win rate for the leaf's side to move) up the path, removing virtual loss."""
-        correction = 1.0 - self.cfg.virtual_loss
-        if COMPILED_SELECT:
-            _compiled_backup(path, leaf, value, correction)
-        else:
-            leaf.visits += 1.0
-            leaf.value_sum += value
-            for node, i in reversed(path):
-                value = 1.0 - value
-                node.n[i] += correction
-                node.w[i] += value
-                node.visits += correction
-                node.value_sum += value
+        tree.arena.backup(path, leaf, value, 1.0 - self.cfg.virtual_loss)
         tree.playouts_done += 1
         self.stats.playouts += 1
 
-    def _undo_virtual_loss(self, path: list[tuple[Node, int]]) -> None:
-        vl = self.cfg.virtual_loss
-        for node, i in path:
-            node.n[i] -= vl
-            node.visits -= vl
-
     @staticmethod
-    def _unwind(board: cshogi.Board, path: list[tuple[Node, int]]) -> None:
-        for _ in path:
+    def _unwind(board: cshogi.Board, path: list[int]) -> None:
+        for _ in range(len(path) // 2):
             board.pop()

@@ -46,10 +46,13 @@ class MoveStat:
 
 
 def child_proof(node: Node, i: int) -> float | None:
-    child = node.children[i]
-    if child is None or child.terminal is None:
-        return None
-    return 1.0 - child.terminal
+    """The proven result of move `i` of `node` for the side choosing it (1 win, 0 loss), or None."""
+    return _proof(node.child(i))
+
+
+def _proof(child: Node | None) -> float | None:
+    terminal = child.terminal if child is not None else None
+    return None if terminal is None else 1.0 - terminal
 
 
 def move_stats(tree: Tree) -> list[MoveStat]:
@@ -58,19 +61,19 @@ def move_stats(tree: Tree) -> list[MoveStat]:
     if not root.expanded:
         return []
     stats = []
+    visits, w, prior, children = root.n, root.w, root.prior, root.children
     for i, move in enumerate(root.moves):
-        n = root.n[i]
-        q = root.w[i] / n if n > 0 else 0.0
+        n = visits[i]
+        q = w[i] / n if n > 0 else 0.0
         stats.append(MoveStat(int(move), cshogi.move_to_usi(int(move)), int(round(n)), float(q),
-                              float(root.prior[i]), child_proof(root, i)))
+                              float(prior[i]), _proof(children[i])))
     stats.sort(key=lambda s: (s.proven == 1.0, s.proven != 0.0, s.visits, s.winrate), reverse=True)
     return stats
 
 
 def best_index(node: Node) -> int:
     """Child to play: a proven win if any, else the most visited (ties by Q), avoiding proven losses."""
-    proofs = np.array([child_proof(node, i) if node.children[i] is not None else -1.0
-                       for i in range(len(node.moves))], dtype=object)
+    proofs = np.array([_proof(c) if c is not None else -1.0 for c in node.children], dtype=object)
     wins = [i for i, p in enumerate(proofs) if p == 1.0]
     if wins:
         return wins[0]
@@ -99,11 +102,11 @@ def principal_variation(tree: Tree, max_len: int = 32) -> list[int]:
     pv = []
     node = tree.root
     while node is not None and node.expanded and len(pv) < max_len and len(node.moves):
-        i = chosen_index(tree) if node is tree.root else best_index(node)
+        i = chosen_index(tree) if node == tree.root else best_index(node)
         if node.n[i] <= 0 and child_proof(node, i) is None:
             break
         pv.append(int(node.moves[i]))
-        node = node.children[i]
+        node = node.child(i)
     return pv
 
 
@@ -116,7 +119,8 @@ def root_winrate(tree: Tree) -> float:
     proof = child_proof(root, i)
     if proof is not None:
         return proof
-    return float(root.w[i] / root.n[i]) if root.n[i] > 0 else root.q()
+    n = root.n[i]
+    return float(root.w[i] / n) if n > 0 else root.q()
 
 
 def mate_distance(tree: Tree) -> int | None:
@@ -128,8 +132,7 @@ def mate_distance(tree: Tree) -> int | None:
     pv = principal_variation(tree, 64)
     node = tree.root
     for ply, move in enumerate(pv):
-        i = node.child_index(move)
-        child = node.children[i]
+        child = node.child(node.child_index(move))
         if child is not None and child.terminal is not None:
             if child.mate_plies is None:
                 return None

@@ -78,33 +78,3 @@ def puct_select(prior: np.ndarray, n: np.ndarray, w: np.ndarray, parent_visits: 
         return _compiled_select(prior, n, w, parent_visits, parent_value_sum, visited_prior,
                                 params.c_init, params.c_base, params.fpu_reduction)
     return int(puct_scores(prior, n, w, parent_visits, parent_value_sum, visited_prior, params).argmax())
-
-
-def puct_select_prefix(prior: np.ndarray, n: np.ndarray, w: np.ndarray, parent_visits: float,
-                       parent_value_sum: float, visited_prior: float, params: PuctParams, order: np.ndarray,
-                       width: int) -> int:
-    """`puct_select` when only the moves `order[:width]` were ever chosen, `order` being the moves by
-    prior, highest first (ties by index): the same index, bit for bit, scoring `width + 1` moves in
-    plain Python instead of every move in numpy.
-
-    Why it is the same: a move never chosen has n = 0, so it scores FPU + c * sqrt(N) * P, and the best
-    of those is the first one in `order`, `order[width]`; every other candidate is among `order[:width]`.
-    A node below the root has usually tried a handful of its moves, where a few Python float
-    operations are several times cheaper than numpy's per-call cost on the whole array.
-    """
-    c = exploration_constant(parent_visits, params)
-    cs = c * (math.sqrt(parent_visits) if parent_visits > 0 else 1.0)
-    fpu = first_play_urgency(parent_visits, parent_value_sum, visited_prior, params)
-    best_i, best = -1, -math.inf
-    for j in range(min(width + 1, len(order))):
-        i = order.item(j)
-        ni = n.item(i)
-        score = (w.item(i) / ni if ni > 0 else fpu) + cs * prior.item(i) / (1.0 + ni)
-        if score > best or (score == best and i < best_i):
-            best_i, best = i, score
-    return best_i
-
-
-def prior_order(prior: np.ndarray) -> np.ndarray:
-    """Move indices by prior, highest first, ties by lowest index (the order `puct_select_prefix` needs)."""
-    return np.argsort(-prior, kind="stable").astype(np.int16)

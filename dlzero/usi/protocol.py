@@ -7,8 +7,9 @@ change what the worker uses (`position`, `go`, `usinewgame`, `gameover`, `quit`,
 first stop and join it, so there is never more than one search and never two `bestmove` lines.
 All output goes through one locked writer, so `info` lines from the worker never interleave
 with replies from the main thread. Nothing but USI text goes to the output: logs use stderr.
-Mate searches deeper than the engine can stop (`go mate`, RootMateDepth over 7) run in a helper
-process (`dlzero.search.mate`), so they never keep those commands waiting either.
+Mate searches deeper than the engine can stop (`go mate`, RootMateDepth over 7, the mate guard of
+MateGuardNodes) run in a helper process (`dlzero.search.mate`), so they never keep those commands
+waiting either.
 
 `go` as YaneuraOu answers it: a limit given with `infinite` (`go nodes 800 infinite`) ends the
 search at the limit; `infinite` alone searches until `stop`. `go ponder` never answers before
@@ -157,8 +158,8 @@ class UsiEngine:
         try:
             if not self._thinking():
                 self._ensure_model()
-                if self.cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES:
-                    self._mate.start()  # deep root mates need the helper process: started before a clock runs
+                if self.cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES or self.cfg.search.mate_guard_nodes:
+                    self._mate.start()  # deep root mates and the mate guard need the helper: started before a clock
         except OSError as exc:  # no process could be started: said, and the GUI still gets its readyok
             self.send(f"info string error: {exc}")
         finally:
@@ -473,14 +474,14 @@ def _continuation(player: Player, move: int) -> list[str]:
     if tree is None or not tree.root.expanded:
         return []
     i = tree.root.child_index(move)
-    node = tree.root.children[i] if i >= 0 else None
+    node = tree.root.child(i) if i >= 0 else None
     out: list[str] = []
     while node is not None and node.expanded and len(node.moves) and len(out) < 30:
         j = best_index(node)
         if node.n[j] <= 0:
             break
         out.append(cshogi.move_to_usi(int(node.moves[j])))
-        node = node.children[j]
+        node = node.child(j)
     return out
 
 
