@@ -166,7 +166,8 @@ class ModelConfig:
 
 @dataclass
 class QuantizeConfig:
-    """int8 models (`inference.precision: int8`): calibration and the accuracy gate they must pass."""
+    """int8 models (`inference.precision: int8`): calibration and the gate they must pass (the search gate in
+    `dlzero export --int8`, the raw gate where the loop and the loader make them: dlzero.model.quantize)."""
 
     calibration: str = _field("auto", _one_of("auto", "minmax", "percentile", "entropy"),
                               "how activation ranges are chosen; auto: try all, keep the most accurate")
@@ -178,8 +179,21 @@ class QuantizeConfig:
     shards: int = _field(16, _positive, "newest self-play shards of the run to draw positions from")
     data: str = _field("", None, "positions when the model is not in a run: hcpe3/hcpe file, shard folder or "
                        "record (CSA/KIF) folder; empty: positions from random games")
-    min_top1: float = _field(0.99, _unit, "gate: least policy top-1 agreement (legal moves) with fp32")
-    max_value_error: float = _field(0.01, _non_negative, "gate: largest mean |value difference| from fp32")
+    min_top1: float = _field(0.99, _unit, "raw gate (int8 files the loop and the loader make): least policy "
+                             "top-1 agreement (legal moves) with fp32; dlzero export --int8 prints it beside the "
+                             "search gate, which decides there")
+    max_value_error: float = _field(0.01, _non_negative, "raw gate: largest mean |value difference| from fp32")
+    # The search gate (dlzero export --int8; dlzero.engine.int8_gate, docs/int8.md for the figures these rest on)
+    gate_positions: int = _field(256, _positive, "search gate: held-out positions searched with fp32 and with "
+                                 "each int8 recipe (at most holdout_positions)")
+    gate_playouts: int = _field(64, _positive, "search gate: playouts of each search (self-play's full search), "
+                                "one leaf a tree a network call")
+    gate_near: float = _field(0.8, _unit, "search gate: int8's move plays like fp32 when it is fp32's move or "
+                              "fp32's search gave it at least this share of its chosen move's visits")
+    min_play_agreement: float = _field(0.97, _unit, "search gate: least share of positions where int8's search "
+                                       "plays like fp32's (gate_near)")
+    max_winrate_error: float = _field(0.02, _unit, "search gate: largest mean |root win rate int8 - fp32| "
+                                      "(win rate (v + 1) / 2)")
 
 
 @dataclass

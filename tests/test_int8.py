@@ -1,8 +1,10 @@
 """int8 models: real onnxruntime quantization of a small model on real encoded positions, the
-accuracy gate (accepting and rejecting), metadata round trip, run calibration, loader fallback."""
+accuracy gate (accepting and rejecting), the search gate (real searches with fp32 and int8),
+metadata round trip, run calibration, loader fallback."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -15,20 +17,22 @@ import onnx
 import pytest
 import torch
 
-from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig
+from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig, SearchConfig
 from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord, write_hcpe3
+from dlzero.encoding import Encoder, new_batch_buffer
 from dlzero.errors import BackendError, DataError
 from dlzero.inference import OnnxEvaluator, load_model
 from dlzero.inference.int8 import calibration_for, ensure_int8, int8_path, make_int8, stored_report
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.model.calibration import from_random_games, from_shards
 from dlzero.model.export import onnx_bytes
-from dlzero.model.quantize import layer_nodes, prepare, quantize_with_gate
+from dlzero.model.quantize import QUANT_KEY, QuantReport, layer_nodes, prepare, quantize_with_gate, read_report
 from dlzero.rundir import RunDir
 
 SMALL = ModelConfig(blocks=1, channels=16, value_channels=2, value_fc=16)
 FAST = QuantizeConfig(calibration="minmax", keep_fp32="auto", calibration_positions=64, holdout_positions=128)
 IMPOSSIBLE = replace(FAST, min_top1=1.0, max_value_error=0.0, keep_fp32="none")
+SEARCHED = replace(FAST, gate_positions=48, gate_playouts=16)  # the search gate, small enough for a test
 
 
 def _confident_model(seed: int = 0):
@@ -117,6 +121,78 @@ def test_broken_calibration_is_rejected_at_default_thresholds(positions):
     assert report.accuracy.top1 < FAST.min_top1 or report.accuracy.value_mae > FAST.max_value_error
 
 
+def _judge(cfg: QuantizeConfig = SEARCHED):
+    from dlzero.engine.int8_gate import SearchJudge
+
+    return SearchJudge(SearchConfig(), cfg)
+
+
+def test_search_gate_finds_fp32_plays_like_itself_and_another_network_not(positions):
+    """Real searches: fp32 against itself plays the same move everywhere with the same win rate (the gate's
+    searches are deterministic); a network with other weights plays other moves and fails the gate."""
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    judge = _judge()
+    judge.start(fp32, positions)
+    assert len(judge.boards) == SEARCHED.gate_positions
+    itself = judge.judge(fp32)
+    assert (itself.agreement, itself.same_move, itself.winrate_mae, itself.winrate_max) == (1.0, 1.0, 0.0, 0.0)
+    assert (itself.positions, itself.playouts) == (SEARCHED.gate_positions, SEARCHED.gate_playouts)
+    other = judge.judge(onnx_bytes(_confident_model(seed=1), ModelMetadata()))
+    assert other.same_move <= other.agreement < SEARCHED.min_play_agreement
+    assert other.winrate_mae > 0.0
+
+
+def test_search_gate_counts_a_move_fp32_searched_nearly_as_much(positions):
+    """int8's move plays like fp32 when fp32's own search gave it at least gate_near of its choice's visits."""
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    judge = _judge()
+    judge.start(fp32, positions)
+
+    def runner_up(ref):
+        return max((s for s in ref.stats.values() if s.move != ref.move), key=lambda s: s.visits, default=None)
+
+    ref = next(r for r in judge.reference if runner_up(r) is not None
+               and 0 < runner_up(r).visits < r.stats[r.move].visits and all(s.proven is None for s in r.stats.values()))
+    second = runner_up(ref)
+    share = second.visits / ref.stats[ref.move].visits
+    judge.cfg = replace(SEARCHED, gate_near=share)
+    assert judge.plays_like(ref, ref.move) and judge.plays_like(ref, second.move)
+    judge.cfg = replace(SEARCHED, gate_near=share + 1e-6)
+    assert judge.plays_like(ref, ref.move) and not judge.plays_like(ref, second.move)
+
+
+def test_search_gate_decides_and_the_report_holds_both_figures(positions):
+    fp32 = onnx_bytes(_confident_model(), ModelMetadata())
+    # the raw thresholds cannot be met, yet with a judge only the search's figures count
+    cfg = replace(SEARCHED, min_top1=1.0, max_value_error=0.0)
+    payload, report = quantize_with_gate(fp32, positions, cfg, judge=_judge(cfg))
+    assert report.accepted and report.gate == "search" and "search gate" in report.reason, report.reason
+    assert report.play.agreement >= cfg.min_play_agreement and report.play.winrate_mae <= cfg.max_winrate_error
+    assert report.accuracy.positions == len(positions.holdout) and report.accuracy.top1 < 1.0  # raw: measured
+    assert all(a.play is not None and a.play.positions == cfg.gate_positions for a in report.attempts)
+    assert _quant_nodes(payload) > 0
+    stored = read_report({p.key: p.value for p in onnx.load_from_string(payload).metadata_props})
+    assert stored == report  # both figures in the file's metadata
+    assert "plays like fp32 on" in report.summary() and "raw top-1" in report.summary()
+
+    strict = replace(SEARCHED, min_play_agreement=1.0, max_winrate_error=0.0, min_top1=0.0, max_value_error=1.0)
+    payload, report = quantize_with_gate(fp32, positions, strict, judge=_judge(strict))
+    assert not report.accepted and _quant_nodes(payload) == 0
+    assert report.reason.startswith("no recipe passed the search gate") and "win rate difference" in report.reason
+    assert report.play is not None and "raw top-1" in report.summary()  # the raw figures still printed
+
+
+def test_reports_made_before_the_search_gate_still_read():
+    old = {"accepted": True, "reason": "passed the gate", "method": "minmax", "keep_fp32": "none",
+           "accuracy": {"top1": 0.995, "value_mae": 0.004, "value_max": 0.02, "positions": 512},
+           "attempts": [{"method": "minmax", "keep_fp32": "none", "passed": True,
+                         "accuracy": {"top1": 0.995, "value_mae": 0.004, "value_max": 0.02, "positions": 512}}],
+           "calibration": "random games", "calibration_positions": 1024, "holdout_positions": 512, "settings": {}}
+    report = read_report({QUANT_KEY: json.dumps(old)})
+    assert report.gate == "raw" and report.play is None and report.attempts[0].play is None
+    assert QuantReport.from_json(report.to_json()) == report
+
+
 def test_layer_nodes_split_stem_trunk_heads():
     graph = prepare(onnx_bytes(new_model(SMALL, seed=0), ModelMetadata())).graph
     layers = layer_nodes(graph)
@@ -202,6 +278,9 @@ def test_run_model_calibrates_on_its_own_selfplay_with_separate_games(tmp_path):
     # the gate's positions come from other games: no hold-out position is a calibration position
     cal = {row.tobytes() for row in data.calibration}
     assert not any(row.tobytes() in cal for row in data.holdout)
+    # the search gate's boards are the held-out positions, history and all
+    again_planes = new_batch_buffer(len(data.holdout_boards))
+    np.testing.assert_array_equal(Encoder().encode_batch(data.holdout_boards, again_planes), data.holdout)
     # same shards read directly give the same split (deterministic), and a lone game cannot be split
     again = from_shards(sorted(shards, key=lambda p: p.stat().st_mtime, reverse=True), 64, 128)
     assert {r.tobytes() for r in again.calibration} == cal
@@ -254,6 +333,7 @@ def test_export_int8_writes_both_models(model_file, tmp_path):
     assert rc == 0 and out.is_file()
     report = stored_report(tmp_path / "exported.int8.onnx")
     assert report.accepted and report.calibration_positions == 48 and report.holdout_positions == 96
+    assert report.gate == "search" and report.play.positions == 96  # the search gate decided, on the whole hold-out
     assert stored_report(out) is None  # the fp32 export stays a plain model
 
 

@@ -2,7 +2,9 @@
 
 With `--int8` it also writes the calibrated int8 model beside it (`X.int8.onnx`, see
 `dlzero.inference.int8`): positions from `--calibration` (or `inference.quantize.data`), else the
-run the model lies in, else random games; the accuracy gate's figures are printed.
+run the model lies in, else random games. The search gate decides (`dlzero.engine.int8_gate`:
+does a search with int8 play what fp32's plays?); its figures and the raw ones (policy top-1,
+|value difference|) are printed and stored in the file.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output .onnx file")
     p.add_argument("--no-check", action="store_true", help="skip the torch vs onnxruntime comparison")
     p.add_argument("--int8", action="store_true",
-                   help="also write OUT's int8 model (OUT with .int8.onnx), accepted only if it passes the "
-                        "accuracy gate (inference.quantize.*)")
+                   help="also write OUT's int8 model (OUT with .int8.onnx), accepted only if its search plays "
+                        "like fp32's (the search gate, inference.quantize.gate_* and min_play_agreement, "
+                        "max_winrate_error)")
     p.add_argument("--calibration", dest="quantize_data", metavar="PATH",
                    help="positions for --int8: hcpe3 shard(s), hcpe file, or a folder of shards or CSA/KIF "
                         "records (inference.quantize.data)")
@@ -32,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dlzero.config import InferenceConfig
+    from dlzero.engine.int8_gate import SearchJudge
     from dlzero.errors import ModelFileError
     from dlzero.inference import OnnxEvaluator, TorchEvaluator
     from dlzero.inference.int8 import calibration_for, make_int8
@@ -55,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.int8:
         # positions are looked up from the .pt file: it is the one that lies in a run's models/ folder
         data = calibration_for(args.model, cfg.inference.quantize)
-        target, report = make_int8(path, cfg.inference.quantize, data=data)
+        judge = SearchJudge(cfg.search, cfg.inference.quantize)
+        target, report = make_int8(path, cfg.inference.quantize, data=data, judge=judge)
         print(f"wrote {target}: {report.summary()}", file=sys.stderr)
     return 0

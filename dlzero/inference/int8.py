@@ -32,6 +32,7 @@ from dlzero.model.export import onnx_bytes
 from dlzero.model.quantize import (
     QUANT_KEY,
     Accuracy,
+    Judge,
     QuantReport,
     measure,
     outputs,
@@ -90,13 +91,14 @@ def calibration_for(model: str | Path, cfg: QuantizeConfig) -> CalibrationSet:
 
 
 def make_int8(model: str | Path, cfg: QuantizeConfig, out: str | Path | None = None,
-              data: CalibrationSet | None = None) -> tuple[Path, QuantReport]:
-    """Quantize `model`, gate it, write the result (atomically) to `out` or beside `model`, log the verdict."""
+              data: CalibrationSet | None = None, judge: Judge | None = None) -> tuple[Path, QuantReport]:
+    """Quantize `model`, gate it (by the search with `judge`, else by the raw figures), write the result
+    (atomically) to `out` or beside `model`, log the verdict."""
     target = Path(out) if out else int8_path(model)
     data = data or calibration_for(model, cfg)
     log.info("int8: quantizing %s on %d positions (%s), checking on %d others", model, len(data.calibration),
              data.source, len(data.holdout))
-    payload, report = quantize_with_gate(fp32_bytes(model), data, cfg, progress=True)
+    payload, report = quantize_with_gate(fp32_bytes(model), data, cfg, progress=True, judge=judge)
     atomic_write_bytes(target, payload)
     (log.info if report.accepted else log.warning)("%s: %s", target, report.summary())
     return target, report

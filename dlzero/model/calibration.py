@@ -7,7 +7,8 @@ the spot. Positions are encoded with the project's `Encoder` from a board replay
 game's start, so history planes (repetitions, last move) are exactly what search would feed.
 
 The gate's positions come from *other games* than the calibration ones (games, not positions,
-are split), so the gate measures how the quantized model generalises, not how it fits.
+are split), so the gate measures how the quantized model generalises, not how it fits. They are
+kept as boards too, so that the search gate (`dlzero.engine.int8_gate`) can search them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import random
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cshogi
@@ -38,6 +39,8 @@ class CalibrationSet:
     holdout: np.ndarray  # (m, planes, 9, 9) float32
     holdout_legal: np.ndarray  # (m, NUM_LABELS) bool
     source: str  # one line: where the positions came from
+    # the m held-out positions as boards with their game history (what `holdout` encodes), for the search gate
+    holdout_boards: list[cshogi.Board] = field(default_factory=list)
 
 
 def _encode(boards: list[cshogi.Board]) -> tuple[np.ndarray, np.ndarray]:
@@ -92,9 +95,11 @@ def from_shards(paths: Iterable[Path], n_cal: int, n_hold: int, seed: int = 0) -
     cal_games, hold_games = _split_games(games, n_cal, n_hold, seed)
     rng = random.Random(seed)
     cal, _ = _encode(_boards_from_hcpe3_games(cal_games, n_cal, rng))
-    hold, legal = _encode(_boards_from_hcpe3_games(hold_games, n_hold, rng))
+    hold_boards = _boards_from_hcpe3_games(hold_games, n_hold, rng)
+    hold, legal = _encode(hold_boards)
     where = paths[0].parent if len({p.parent for p in paths}) == 1 else "several folders"
-    return CalibrationSet(cal, hold, legal, f"self-play: {len(games)} games in {len(paths)} shard(s) of {where}")
+    return CalibrationSet(cal, hold, legal, f"self-play: {len(games)} games in {len(paths)} shard(s) of {where}",
+                          hold_boards)
 
 
 def from_hcpe(path: Path, n_cal: int, n_hold: int, seed: int = 0, label: str = "") -> CalibrationSet:
@@ -118,8 +123,9 @@ def from_hcpe(path: Path, n_cal: int, n_hold: int, seed: int = 0, label: str = "
         return out
 
     cal, _ = _encode(boards(records[:max(cut, 1)], n_cal))
-    hold, legal = _encode(boards(records[max(cut, 1):], n_hold))
-    return CalibrationSet(cal, hold, legal, label or f"hcpe: {len(records)} positions in {path}")
+    hold_boards = boards(records[max(cut, 1):], n_hold)
+    hold, legal = _encode(hold_boards)
+    return CalibrationSet(cal, hold, legal, label or f"hcpe: {len(records)} positions in {path}", hold_boards)
 
 
 def from_records(folder: Path, n_cal: int, n_hold: int, seed: int = 0) -> CalibrationSet:
@@ -155,8 +161,10 @@ def random_boards(n: int, seed: int = 0, min_ply: int = 10, max_ply: int = 80) -
 def from_random_games(n_cal: int, n_hold: int, seed: int = 0) -> CalibrationSet:
     """The fallback: one position from each of many random games (different seeds for the two sets)."""
     cal, _ = _encode(random_boards(n_cal, seed))
-    hold, legal = _encode(random_boards(n_hold, seed + 1))
-    return CalibrationSet(cal, hold, legal, f"random games: {n_cal + n_hold} positions (no run data given)")
+    hold_boards = random_boards(n_hold, seed + 1)
+    hold, legal = _encode(hold_boards)
+    return CalibrationSet(cal, hold, legal, f"random games: {n_cal + n_hold} positions (no run data given)",
+                          hold_boards)
 
 
 def from_path(path: str | Path, n_cal: int, n_hold: int, seed: int = 0) -> CalibrationSet:

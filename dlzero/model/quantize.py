@@ -1,10 +1,20 @@
 """int8 models: onnxruntime static quantization (QDQ), accepted only when it plays like fp32.
 
 On a CPU the network call is the cost of self-play, and onnxruntime's int8 kernels (VNNI) run
-the small nets about three times faster than fp32. Quantization is worth it only if the model
-still picks the same moves and values, so every attempt is measured on held-out positions
-against the fp32 model and must reach `min_top1` policy top-1 agreement (argmax over the legal
-moves, which is what search uses) and at most `max_value_error` mean |value difference|.
+the small nets about three times faster than fp32. Quantization is worth it only if the engine
+still plays the same moves, so every attempt is measured on held-out positions against the fp32
+model. Two gates, one of which decides:
+
+- the search gate, when a `Judge` is given (`dlzero export --int8` gives
+  `dlzero.engine.int8_gate.SearchJudge`; the search lives above this layer): the positions are
+  searched with fp32 and with the candidate, and the candidate passes when the move its search
+  plays is one fp32's search would also play (`min_play_agreement`) and its root win rate is
+  close (`max_winrate_error`). This is what matters: a trained network's raw policy has near-ties
+  (two moves a search weighs alike) whose argmax any rounding flips, yet the search plays the
+  same move or one fp32's search rated as high;
+- the raw gate otherwise (the int8 files the loop and the loader make on their own): policy
+  top-1 agreement over the legal moves (`min_top1`) and mean |value difference|
+  (`max_value_error`). Its figures are measured and stored in both cases.
 
 `quantize_with_gate` tries recipes (calibration method x layers kept in fp32) from the cheapest
 graph up and returns the first level's most accurate recipe that passes; when none passes it
@@ -23,6 +33,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import onnx
@@ -51,6 +62,27 @@ class Accuracy:
 
 
 @dataclass
+class PlayFigures:
+    """How a search with the quantized model plays against one with fp32, on the same held-out positions."""
+
+    agreement: float  # share of positions where int8's move is one fp32's search would play (`Judge`)
+    same_move: float  # share of positions where it is fp32's very move
+    winrate_mae: float  # mean |root win rate int8 - fp32| (win rate: (v + 1) / 2, for the side to move)
+    winrate_max: float
+    positions: int
+    playouts: int  # of each search
+
+
+class Judge(Protocol):
+    """The search gate's measure (`dlzero.engine.int8_gate.SearchJudge`): `start` searches the held-out
+    positions with fp32 once, `judge` searches them with a candidate and compares."""
+
+    def start(self, fp32: bytes, data: CalibrationSet) -> None: ...
+
+    def judge(self, candidate: bytes) -> PlayFigures: ...
+
+
+@dataclass
 class Attempt:
     """One recipe tried, with its figures."""
 
@@ -58,6 +90,7 @@ class Attempt:
     keep_fp32: str
     accuracy: Accuracy
     passed: bool
+    play: PlayFigures | None = None  # the search gate's figures (None: the raw gate decided)
 
 
 @dataclass
@@ -69,6 +102,8 @@ class QuantReport:
     method: str = ""  # the accepted recipe (empty when rejected)
     keep_fp32: str = ""
     accuracy: Accuracy | None = None  # of the accepted recipe, or of the best rejected one
+    play: PlayFigures | None = None  # the same recipe's search gate figures (None: the raw gate decided)
+    gate: str = "raw"  # which gate decided: "search" (`Judge`) or "raw" (top-1 and |dv|)
     attempts: list[Attempt] = field(default_factory=list)
     calibration: str = ""  # where the positions came from
     calibration_positions: int = 0
@@ -80,10 +115,13 @@ class QuantReport:
 
     @classmethod
     def from_json(cls, text: str) -> QuantReport:
-        data = json.loads(text)
-        acc = data.pop("accuracy", None)
-        attempts = [Attempt(**{**a, "accuracy": Accuracy(**a["accuracy"])}) for a in data.pop("attempts", [])]
-        return cls(**data, accuracy=Accuracy(**acc) if acc else None, attempts=attempts)
+        data = json.loads(text)  # reports written before the search gate have no "play" and no "gate"
+        acc, play = data.pop("accuracy", None), data.pop("play", None)
+        attempts = [Attempt(**{**a, "accuracy": Accuracy(**a["accuracy"]),
+                               "play": PlayFigures(**a["play"]) if a.get("play") else None})
+                    for a in data.pop("attempts", [])]
+        return cls(**data, accuracy=Accuracy(**acc) if acc else None, play=PlayFigures(**play) if play else None,
+                   attempts=attempts)
 
     def summary(self) -> str:
         """One line for logs."""
@@ -91,8 +129,19 @@ class QuantReport:
         figures = (f"top-1 {acc.top1:.2%}, mean |dv| {acc.value_mae:.4f} (max {acc.value_max:.4f}) "
                    f"on {acc.positions} held-out positions" if acc else "no figures")
         if self.accepted:
+            if self.play is not None:
+                figures = f"{play_line(self.play)}; raw {figures}"
             return f"int8 accepted: {self.method} calibration, fp32 kept: {self.keep_fp32}; {figures}"
+        if self.play is not None:  # the reason names the search's figures; the raw ones are still printed
+            return f"int8 rejected, running fp32: {self.reason} (its raw {figures})"
         return f"int8 rejected, running fp32: {self.reason}"
+
+
+def play_line(play: PlayFigures) -> str:
+    """The search gate's figures in words."""
+    return (f"plays like fp32 on {play.agreement:.2%} (same move {play.same_move:.2%}), mean |win rate "
+            f"difference| {play.winrate_mae:.4f} (max {play.winrate_max:.4f}) on {play.positions} positions "
+            f"at {play.playouts} playouts")
 
 
 def session(model: bytes | str) -> ort.InferenceSession:
@@ -226,17 +275,32 @@ def recipes(cfg: QuantizeConfig) -> list[list[tuple[str, str]]]:
     return [[(m, keep) for m in methods] for keep in levels]
 
 
-def _passes(acc: Accuracy, cfg: QuantizeConfig) -> bool:
+def _passes(acc: Accuracy, play: PlayFigures | None, cfg: QuantizeConfig) -> bool:
+    if play is not None:
+        return play.agreement >= cfg.min_play_agreement and play.winrate_mae <= cfg.max_winrate_error
     return acc.top1 >= cfg.min_top1 and acc.value_mae <= cfg.max_value_error
 
 
-def _why_not(acc: Accuracy, cfg: QuantizeConfig) -> str:
+def _why_not(acc: Accuracy, play: PlayFigures | None, cfg: QuantizeConfig) -> str:
     problems = []
+    if play is not None:
+        if play.agreement < cfg.min_play_agreement:
+            problems.append(f"plays like fp32 on {play.agreement:.2%} < {cfg.min_play_agreement:.2%} of the positions")
+        if play.winrate_mae > cfg.max_winrate_error:
+            problems.append(f"mean |win rate difference| {play.winrate_mae:.4f} > {cfg.max_winrate_error}")
+        return " and ".join(problems)
     if acc.top1 < cfg.min_top1:
         problems.append(f"top-1 agreement {acc.top1:.2%} < {cfg.min_top1:.2%}")
     if acc.value_mae > cfg.max_value_error:
         problems.append(f"mean |value difference| {acc.value_mae:.4f} > {cfg.max_value_error}")
     return " and ".join(problems)
+
+
+def _rank(attempt: Attempt) -> tuple[float, ...]:
+    """Higher is better: the search gate's figures when there are some, then the raw ones."""
+    acc, play = attempt.accuracy, attempt.play
+    searched = (play.agreement, play.same_move, -play.winrate_mae) if play is not None else ()
+    return (*searched, acc.top1, -acc.value_mae)
 
 
 def with_metadata(model: bytes | onnx.ModelProto, props: dict[str, str]) -> bytes:
@@ -250,42 +314,53 @@ def with_metadata(model: bytes | onnx.ModelProto, props: dict[str, str]) -> byte
     return proto.SerializeToString()
 
 
-def quantize_with_gate(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig,
-                       progress: bool = False) -> tuple[bytes, QuantReport]:
+def quantize_with_gate(fp32: bytes, data: CalibrationSet, cfg: QuantizeConfig, progress: bool = False,
+                       judge: Judge | None = None) -> tuple[bytes, QuantReport]:
     """The model to run at precision int8 (quantized, or fp32 when no recipe passes the gate) and the report.
 
-    The returned bytes carry the fp32 model's metadata plus `dlzero_quant` (the report as JSON).
+    With `judge` the search gate decides, else the raw gate (module docstring); the raw figures are
+    measured either way. The returned bytes carry the fp32 model's metadata plus `dlzero_quant` (the
+    report as JSON).
     """
     prepared = prepare(fp32)
     reference = outputs(session(fp32), data.holdout)
     header = {p.key: p.value for p in onnx.load_from_string(fp32).metadata_props}
-    report = QuantReport(accepted=False, reason="", calibration=data.source,
-                         calibration_positions=len(data.calibration), holdout_positions=len(data.holdout),
-                         settings=asdict(cfg))
-    best: tuple[Accuracy, str] | None = None  # the most accurate attempt and its recipe, for the rejection message
+    report = QuantReport(accepted=False, reason="", gate="raw" if judge is None else "search",
+                         calibration=data.source, calibration_positions=len(data.calibration),
+                         holdout_positions=len(data.holdout), settings=asdict(cfg))
+    if judge is not None:
+        judge.start(fp32, data)
+    best: Attempt | None = None  # the most accurate attempt, for the rejection message
     for level in recipes(cfg):
-        passing: list[tuple[Accuracy, str, str, bytes]] = []
+        passing: list[tuple[Attempt, bytes]] = []
         for method, keep in level:
             model = quantize(prepared, data.calibration, method, keep, cfg.activations)
             acc = measure(reference, model, data.holdout, data.holdout_legal)
-            ok = _passes(acc, cfg)
-            report.attempts.append(Attempt(method, keep, acc, ok))
+            play = judge.judge(model) if judge is not None else None
+            attempt = Attempt(method, keep, acc, _passes(acc, play, cfg), play)
+            report.attempts.append(attempt)
             if progress:
-                log.info("int8 %s calibration, fp32 kept: %s: top-1 %.2f%%, mean |dv| %.4f%s", method, keep,
-                         100 * acc.top1, acc.value_mae, "" if ok else f" (fails: {_why_not(acc, cfg)})")
-            if ok:
-                passing.append((acc, method, keep, model))
-            if best is None or (acc.top1, -acc.value_mae) > (best[0].top1, -best[0].value_mae):
-                best = (acc, f"{method} calibration, fp32 kept: {keep}")
+                log.info("int8 %s calibration, fp32 kept: %s: %sraw top-1 %.2f%%, mean |dv| %.4f%s", method, keep,
+                         f"{play_line(play)}; " if play is not None else "", 100 * acc.top1, acc.value_mae,
+                         "" if attempt.passed else f" (fails: {_why_not(acc, play, cfg)})")
+            if attempt.passed:
+                passing.append((attempt, model))
+            if best is None or _rank(attempt) > _rank(best):
+                best = attempt
         if passing:
-            acc, method, keep, model = max(passing, key=lambda t: (t[0].top1, -t[0].value_mae))
-            report.accepted, report.method, report.keep_fp32, report.accuracy = True, method, keep, acc
-            report.reason = f"passed the gate (top-1 >= {cfg.min_top1:.2%}, mean |dv| <= {cfg.max_value_error})"
+            attempt, model = max(passing, key=lambda t: _rank(t[0]))
+            report.accepted, report.method, report.keep_fp32 = True, attempt.method, attempt.keep_fp32
+            report.accuracy, report.play = attempt.accuracy, attempt.play
+            report.reason = ("passed the search gate (plays like fp32 >= "
+                             f"{cfg.min_play_agreement:.2%}, mean |win rate difference| <= {cfg.max_winrate_error})"
+                             if judge is not None else
+                             f"passed the gate (top-1 >= {cfg.min_top1:.2%}, mean |dv| <= {cfg.max_value_error})")
             return with_metadata(model, {**header, QUANT_KEY: report.to_json()}), report
     assert best is not None
-    report.accuracy = best[0]
-    report.reason = (f"no recipe passed the accuracy gate; the best of {len(report.attempts)} tried "
-                     f"({best[1]}) had {_why_not(best[0], cfg)}")
+    report.accuracy, report.play = best.accuracy, best.play
+    report.reason = (f"no recipe passed the {'search' if judge is not None else 'accuracy'} gate; the best of "
+                     f"{len(report.attempts)} tried ({best.method} calibration, fp32 kept: {best.keep_fp32}) had "
+                     f"{_why_not(best.accuracy, best.play, cfg)}")
     return with_metadata(fp32, {QUANT_KEY: report.to_json()}), report
 
 
