@@ -4,7 +4,8 @@ or a client would, with the settings and numbers that used to freeze or kill the
 - A deep mate search held the GIL for minutes (cshogi's `mate_move` at 21 plies on a bare king against rook
   and bishop in hand: over 60 s): `stop`, `isready`, `quit` and the analysis engine's `query_version` and
   `terminate_all` waited for it. Deep mates now run in a helper process that is killed when the engine must
-  answer (`dlzero.search.mate`); each of those commands must be answered within ANSWER_S.
+  answer (`dlzero.search.mate`); each of those commands must be answered within ANSWER_S. The mate guard
+  (`MateGuardNodes` up to 10^7) did the same after the search, and now runs in that helper too.
 - `go` with numbers past a C int, or with a non-ASCII digit, never answered; now every `go` is answered once.
 - `dlzero analyze | head` died with tracebacks and SIGABRT; now it exits quietly with SIGPIPE's status.
 - A query of 10^21 visits blocked every later query, whatever its priority; now it is cut to 10^9 with a
@@ -30,6 +31,9 @@ from dlzero.errors import ConfigError
 ANSWER_S = 1.0  # the promise: no command waits longer than this for a mate search, whatever the options
 BARE_KING = "sfen 4k4/9/9/9/9/9/9/9/4K4 b RB 1"  # rook and bishop in hand: mate_move(21) took over 60 s
 MANY_CHECKS = "sfen 9/9/9/9/4k4/9/9/9/4K4 b RBSNL 1"  # df-pn: 600k nodes, 62 s on a loaded core
+# White's bare king to move, Black holding rook, bishop and silver: after any king move df-pn neither proves
+# nor disproves a mate in 10^6 nodes (about 4 s), so a mate guard of 10^7 nodes runs for a minute
+GUARD_SLOW = "sfen 9/9/9/9/4k4/9/9/9/4K4 w RBS 1"
 # White mates in 15 plies (df-pn at 15 plies proves it in about 4k nodes); mate_move sees nothing in 7
 MATE_IN_15 = "sfen 1s5np/2r1g3l/+N2pP1pkb/l1p2p1pP/p1Pn1sg2/P3pP1P1/1P1KG1P1N/LR4+bGL/4S4 w Psp 112"
 
@@ -72,6 +76,14 @@ class Piped:
             self.seen.append(line)
             if pred(line):
                 return line, time.monotonic() - start
+
+    def arrived(self) -> list[str]:
+        """The lines that came since the last wait, without waiting (kept in `seen` too)."""
+        lines = []
+        while not self.lines.empty():
+            lines.append(self.lines.get())
+        self.seen.extend(lines)
+        return lines
 
     def end(self, last: str) -> None:
         """Send `last` (`quit`, or an analysis' `terminate_all`), close the input and wait; kill if it lingers."""
@@ -152,6 +164,31 @@ def test_go_mate_still_solves_and_a_new_position_stops_an_infinite_one(usi):
     time.sleep(0.3)
     usi.send("position startpos")  # `go mate infinite` never ends by itself: a new position stops it
     assert usi.wait(_is("checkmate"))[1] < ANSWER_S
+
+
+def test_the_mate_guard_keeps_isready_stop_and_quit_at_once(usi):
+    """MateGuardNodes 10^7 on a position slow for df-pn: the guard ran df-pn in the engine after the search and
+    held the GIL for a minute, so `isready`, `stop` and `quit` waited for it. In the helper process the engine
+    answers, `stop` ends the guard and the move the search chose is played."""
+    usi.send("setoption name MateGuardNodes value 10000000", "isready")
+    usi.wait(_is("readyok"))  # `isready` started the helper process
+    usi.send(f"position {GUARD_SLOW}", "go btime 0 wtime 0 byoyomi 1000")
+    time.sleep(2.0)  # the search's 0.7 s, then the guard
+    usi.send("isready")
+    assert usi.wait(_is("readyok"))[1] < ANSWER_S
+    time.sleep(0.2)
+    assert not any(_is("bestmove")(line) for line in usi.arrived())  # the guard still runs
+    usi.send("stop")
+    line, took = usi.wait(_is("bestmove"))
+    assert took < ANSWER_S
+    board = cshogi.Board(GUARD_SLOW.split(" ", 1)[1])
+    assert line.split()[1] in {cshogi.move_to_usi(m) for m in board.legal_moves}
+    usi.send("go btime 0 wtime 0 byoyomi 1000")
+    time.sleep(2.0)
+    start = time.monotonic()
+    usi.send("quit")
+    usi.proc.wait(timeout=30)
+    assert time.monotonic() - start < ANSWER_S
 
 
 # ---------------------------------------------------------------- USI: every `go` answered once
@@ -238,6 +275,29 @@ def test_a_deep_mate_override_keeps_query_version_and_terminate_all_at_once(mode
         assert eng.wait(_answer(lambda a: a.get("id") == "all"))[1] < ANSWER_S
         final, took = eng.wait(_answer(lambda a: a.get("id") == "deep" and a["isDuringSearch"] is False))
         assert took < ANSWER_S
+        eng.proc.stdin.close()
+        assert eng.proc.wait(timeout=30) == 0
+    finally:
+        eng.end(END)
+
+
+def test_a_mate_guard_override_keeps_query_version_and_terminate_all_at_once(model):
+    """`search.mate_guard_nodes` 10^7 as an override: the guard after the search held the GIL, as a deep root mate
+    did. It runs in the helper process now, and `terminate_all` ends it with the searched answer."""
+    eng = _analyze(model)
+    try:
+        eng.send(json.dumps({"id": "up", "action": "query_version"}))
+        eng.wait(_answer(lambda a: a.get("id") == "up"))
+        eng.send(json.dumps({"id": "guard", "position": GUARD_SLOW, "maxVisits": 32,
+                             "overrides": {"search.mate_guard_nodes": 10_000_000}}))
+        time.sleep(2.0)  # 32 visits, then the guard
+        eng.send(json.dumps({"id": "v", "action": "query_version"}))
+        assert eng.wait(_answer(lambda a: a.get("id") == "v"))[1] < ANSWER_S
+        time.sleep(0.2)
+        assert not any(_json(line).get("id") == "guard" for line in eng.arrived())  # the guard still runs
+        eng.send(json.dumps({"id": "all", "action": "terminate_all"}))
+        final, took = eng.wait(_answer(lambda a: a.get("id") == "guard" and a["isDuringSearch"] is False))
+        assert took < ANSWER_S and _json(final)["rootInfo"]["visits"] == 32
         eng.proc.stdin.close()
         assert eng.proc.wait(timeout=30) == 0
     finally:

@@ -9,6 +9,8 @@ a stand-in whose prior points at the chosen moves, so that the search is sure to
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 
 import cshogi
 import numpy as np
@@ -17,13 +19,19 @@ import shogi
 
 from dlzero.config import Config, SearchConfig
 from dlzero.encoding import NUM_LABELS, legal_moves_and_labels
-from dlzero.inference.base import Evaluator
+from dlzero.inference.base import Evaluator, NullEvaluator
 from dlzero.search import Search, Tree, chosen_index, move_stats
 from dlzero.search.guard import DFPN_MAX_PLIES, guard_root, opponent_mate
+from dlzero.search.mate import MateSolver
+from dlzero.search.result import child_proof
 from selfplay.games import selfplay_search_config
 
 SFEN = "l5k1l/5gg2/p1+B+SNpnp1/8p/3p5/1n6P/P2PPPP2/2G2S3/L+rP1KG1N+b b Pr2sl5p 97"
 NODES = 30_000
+# White's bare king to move; after each king move Black has rook, bishop and silver in hand, and df-pn neither
+# proves nor disproves a mate in 10^6 nodes (3.8-5 s each on a loaded core): a guard of 10^7 nodes held the GIL
+# for a minute in-process
+SLOW = "9/9/9/9/4k4/9/9/9/4K4 w RBS 1"
 
 
 class FavourEvaluator(Evaluator):
@@ -45,11 +53,11 @@ class FavourEvaluator(Evaluator):
         return np.tile(self.logits, (len(planes), 1)), np.zeros(len(planes), dtype=np.float32)
 
 
-def _search(weights: dict[str, float], **search) -> tuple[Tree, Search]:
+def _search(weights: dict[str, float], solver: MateSolver | None = None, **search) -> tuple[Tree, Search]:
     cfg = dataclasses.replace(SearchConfig(), leaf_mate_depth=3, reuse_tree=False, **search)
     engine = Search(FavourEvaluator(weights), cfg, np.random.default_rng(0))
     tree = Tree(cshogi.Board(SFEN))
-    engine.run([tree], 200, leaves_per_tree=8)
+    engine.run([tree], 200, leaves_per_tree=8, guard_solver=solver)
     return tree, engine
 
 
@@ -113,6 +121,72 @@ def test_a_budget_too_small_for_the_proof_lets_the_move_through() -> None:
     assert engine.stats.guarded == 0
     assert guard_root(tree, NODES) == 1  # with the full budget it is proven
     assert _played(tree) == "4h3i"
+
+
+def _marks(tree: Tree) -> dict[str, int]:
+    """The mate length of each root move proven lost (by the guard, or the search's leaf mate search), by its USI."""
+    root = tree.root
+    return {cshogi.move_to_usi(int(m)): root.child(i).mate_plies for i, m in enumerate(root.moves)
+            if child_proof(root, i) == 0.0}
+
+
+@pytest.fixture()
+def solver():
+    helper = MateSolver()
+    yield helper
+    helper.close()
+
+
+def test_the_helper_process_proves_the_same_moves_lost_as_df_pn_in_process(solver) -> None:
+    """The engines (`dlzero usi`, `dlzero analyze`) run the guard's df-pn in the mate helper process, self-play
+    in its own: the same moves are proven lost, with the same mates, whatever the budget."""
+    weights = {"5i5h": 6.0, "5i6h": 5.0, "4h3i": 1.0}
+    for budget in (400, 1500, NODES):
+        here, _ = _search(weights)
+        there, _ = _search(weights)
+        assert guard_root(here, budget) == guard_root(there, budget, solver)
+        assert _marks(here) == _marks(there)
+        assert there.board.sfen() == SFEN
+    assert _marks(there)["5i5h"] == 15 and "5i6h" in _marks(there) and _played(there) == "4h3i"
+    tree, engine = _search(weights, solver, mate_guard_nodes=NODES)  # through the search, as the engines run it
+    assert _played(tree) == "4h3i" and engine.stats.guarded == 2 and _marks(tree) == _marks(here)
+
+
+def test_a_stop_ends_a_guard_in_the_helper_process_at_once(solver) -> None:
+    """Issue 41: a guard of 10^7 nodes on a position slow for df-pn held the GIL for over a minute, and
+    `stop`, `isready` and `quit` waited for it. In the helper process a stop ends it within a poll, the
+    engine's other threads run all along, and the move the search chose stands."""
+    cfg = dataclasses.replace(SearchConfig(), leaf_mate_depth=0, reuse_tree=False, mate_guard_nodes=10_000_000)
+    engine = Search(NullEvaluator(), cfg, np.random.default_rng(0))
+    tree = Tree(cshogi.Board(SLOW))
+    solver.start()
+    stop = threading.Event()
+    stopped_at: list[float] = []
+    ticks: list[float] = []
+
+    def tick() -> None:  # another thread of the engine: it runs only while the GIL is free
+        while not stop.wait(0.05):
+            ticks.append(time.monotonic())
+
+    def press_stop() -> None:
+        stopped_at.append(time.monotonic())
+        stop.set()
+
+    ticker, timer = threading.Thread(target=tick), threading.Timer(1.0, press_stop)
+    start = time.monotonic()
+    ticker.start()
+    timer.start()
+    engine.run([tree], 32, leaves_per_tree=8, guard_solver=solver, guard_stop=stop.is_set)
+    ended = time.monotonic()
+    timer.join()
+    ticker.join()
+    assert stopped_at and ended > stopped_at[0]  # the guard was still running when the stop came
+    assert ended - stopped_at[0] < 1.5
+    assert tree.playouts_done >= 32 and tree.board.sfen() == cshogi.Board(SLOW).sfen()
+    assert _played(tree) in {cshogi.move_to_usi(m) for m in tree.board.legal_moves} - _marks(tree).keys()
+    assert len(ticks) >= 10 and np.diff([start, *ticks]).max() < 0.5
+    # the helper is ready for the next search
+    assert solver.search(cshogi.Board("4k4/9/4G4/9/9/9/9/9/4K4 b G 1"), DFPN_MAX_PLIES, 1000) == ["G*5b"]
 
 
 def test_self_play_runs_the_guard_only_when_asked() -> None:

@@ -283,7 +283,7 @@ def test_a_search_in_slices_grows_the_tree_of_one_search_and_guards_it_once(algo
 
     guarded: list[Tree] = []
     real_guard = mcts.guard_root
-    monkeypatch.setattr(mcts, "guard_root", lambda tree, nodes: guarded.append(tree) or real_guard(tree, nodes))
+    monkeypatch.setattr(mcts, "guard_root", lambda tree, *args: guarded.append(tree) or real_guard(tree, *args))
 
     def analyse(sliced: bool) -> list[Tree]:
         cfg = _cfg(algorithm=algorithm, mate_guard_nodes=2000, leaves_per_tree=4, pipeline=False)

@@ -61,8 +61,15 @@ class MateSolver:
         nodes ([]: none proved, or the side to move is in check), or None when `stop()` turned true
         or `seconds` passed first. The mate is not always the shortest one.
         """
+        answer = self.search_counted(board, depth, nodes, seconds, stop)
+        return None if answer is None else answer[0]
+
+    def search_counted(self, board: cshogi.Board, depth: int, nodes: int, seconds: float | None = None,
+                       stop: Callable[[], bool] | None = None) -> tuple[list[str], int] | None:
+        """`search`'s mate and the df-pn nodes it spent (0 when none ran: the side to move in check, a
+        failed helper), or None as `search`: the mate guard shares one node budget among its searches."""
         if board.is_check():
-            return []
+            return [], 0
         request = {"sfen": start_position(board), "moves": [cshogi.move_to_usi(m) for m in board.history],
                    "depth": depth, "nodes": max(1, min(nodes, DFPN_NODES_MAX))}
         proc = self.start()
@@ -72,7 +79,7 @@ class MateSolver:
         except OSError as exc:
             log.warning("mate search: the helper process could not take the request (%s); no mate searched", exc)
             self.close()
-            return []
+            return [], 0
         deadline = None if seconds is None else time.monotonic() + seconds
         fd = proc.stdout.fileno()
         data = b""
@@ -92,9 +99,10 @@ class MateSolver:
                     log.warning("mate search: the helper process ended (exit status %s); no mate found",
                                 proc.wait())
                     self.close()
-                    return []
+                    return [], 0
                 data += chunk
-        return json.loads(data)["pv"]
+        answer = json.loads(data)
+        return answer["pv"], answer["nodes"]
 
     def start(self) -> subprocess.Popen:
         """The helper process, started now unless it runs (a warm-up: a search waits for its start,

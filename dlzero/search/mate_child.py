@@ -2,8 +2,10 @@
 
 It imports only cshogi (a start costs about 0.1 s of CPU), so the engine can kill it mid-search
 and start another. A request is `{"sfen": S, "moves": [USI...], "depth": plies, "nodes": n}`;
-the answer `{"pv": [USI...]}` holds the mate df-pn proved for the side to move (empty: none
-within the limits, or the side to move is in check, where df-pn's attacker cannot start).
+the answer `{"pv": [USI...], "nodes": n}` holds the mate df-pn proved for the side to move (empty:
+none within the limits, or the side to move is in check, where df-pn's attacker cannot start) and
+the nodes df-pn spent (0 in check), which the mate guard takes from the budget it shares among
+the moves it checks (`dlzero.search.guard`).
 
 Run as `mate_child.py LIFELINE`: LIFELINE is the read end of a pipe whose write end only the
 engine holds. A watcher forked at the start waits on it and kills the helper when it closes: the
@@ -22,17 +24,18 @@ import sys
 import cshogi
 
 
-def solve(request: dict) -> list[str]:
-    """The USI moves of the mate df-pn proves within the request's plies and nodes, or []."""
+def solve(request: dict) -> dict:
+    """The answer to `request`: the USI moves of the mate df-pn proves within its plies and nodes (or
+    []), and the nodes df-pn spent."""
     board = cshogi.Board(request["sfen"])
     for usi in request["moves"]:
         board.push_usi(usi)
     if board.is_check():
-        return []
+        return {"pv": [], "nodes": 0}
     dfpn = cshogi.DfPn(request["depth"], request["nodes"])
-    if not dfpn.search(board):
-        return []
-    return [cshogi.move_to_usi(m) for m in dfpn.get_pv(board)]
+    found = dfpn.search(board)
+    pv = [cshogi.move_to_usi(m) for m in dfpn.get_pv(board)] if found else []
+    return {"pv": pv, "nodes": dfpn.searched_node}
 
 
 def watch(lifeline: int) -> None:
@@ -55,7 +58,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch(int(sys.argv[1]))
     for line in sys.stdin:
-        sys.stdout.write(json.dumps({"pv": solve(json.loads(line))}) + "\n")
+        sys.stdout.write(json.dumps(solve(json.loads(line))) + "\n")
         sys.stdout.flush()
 
 
