@@ -1,8 +1,8 @@
 """USI_Hash bounds the search tree's memory; USI_Hash, USI_Ponder and USI_OwnBook are accepted
 quietly (issue 10, defect 9). Driven as a GUI would: the engine in a subprocess, USI on its pipes.
 
-The bytes the budget counts are what the allocators hold for the tree (issue 40): checked against
-tracemalloc, and against the resident memory of a process whose search grows a tree.
+The bytes the budget counts are the tree's records (issue 40), checked against the resident memory of a
+process whose search grows a tree.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import sys
 import textwrap
 import threading
 import time
-import tracemalloc
 
 import pytest
 
@@ -100,22 +99,18 @@ def test_gui_options_are_accepted_and_a_small_hash_bounds_the_tree(model):
             gui.proc.kill()
 
 
-def test_the_tree_bytes_are_what_the_allocators_hold():
-    """tracemalloc sees the arena's arrays whole, the count the records in use: the arrays grow by half again
-    (`realloc`), so they hold up to 1.5x the records, the rest never written (not resident). A tree of nodes
-    as Python objects counted 2-3 KB a node here; the arena holds 0.4-0.6 KB."""
+def test_the_tree_bytes_are_its_records():
+    """The count is the arena's records in use: a 72-byte node and 12 bytes a legal move (0.4-0.6 KB a node here,
+    where a tree of nodes as Python objects counted 2-3 KB). Its arrays grow by half again (`arena._records`), so
+    they hold up to 1.5x the records; the part never written is not resident (the next test)."""
     for position in (MIDGAME, "startpos"):
         tree = Tree(parse_position(position))
         search = Search(NullEvaluator(), SearchConfig(root_mate_depth=0, leaf_mate_depth=0, hash_mb=0))
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            search.run([tree], 3000, leaves_per_tree=64)
-            used = tracemalloc.get_traced_memory()[0] - before
-        finally:
-            tracemalloc.stop()
+        search.run([tree], 3000, leaves_per_tree=64)
+        arena = tree.arena
         assert tree.nodes >= 3000 and tree.memory < 600 * tree.nodes
-        assert 1.0 <= used / tree.memory < 1.55
+        assert tree.memory == 72 * arena.n_nodes + 12 * arena.n_edges
+        assert tree.memory <= arena.nodes.nbytes + arena.edges.nbytes < 1.55 * tree.memory
         assert tree.root.size() == (tree.nodes, tree.memory)  # what tree reuse recounts agrees
 
 

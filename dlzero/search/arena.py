@@ -2,8 +2,8 @@
 
 Why: a tree of Python objects with four numpy arrays a node held 2-3 KB a node (the arrays' headers,
 8-byte moves and counts for every legal move) and had to be walked through Python attributes. Here a
-node is one 72-byte record and a legal move one 12-byte record, both in arrays that grow by `realloc`
-(pages never written are not resident), so `search.hash_mb` counts exactly what the tree holds, and the
+node is one 72-byte record and a legal move one 12-byte record, both in arrays that grow by half again
+(pages never written are not resident: `_records`), so `search.hash_mb` counts exactly what the tree holds, and the
 compiled walk (`_puct.c`: `arena_descend`, `arena_backup`, `arena_subtree_size`, `arena_compact`) reads plain C structs.
 
 Layout (numpy structured dtypes with C alignment; `_puct.c` declares the same structs and the import
@@ -40,6 +40,7 @@ the slot of the edge taken there.
 from __future__ import annotations
 
 import math
+import mmap
 
 import cshogi
 import numpy as np
@@ -53,6 +54,7 @@ EDGE_DTYPE = np.dtype([("move", "i4"), ("prior", "f4"), ("child", "i4")], align=
 # a fresh node: no visits, no network value, no proof, not expanded
 _BLANK = np.array([(0.0, 0.0, 0.0, 0.0, 0.0, math.nan, math.nan, -1, 0, -1, 0)], dtype=NODE_DTYPE)[0]
 _FIRST_NODES, _FIRST_EDGES = 16, 256
+_MAP_BYTES = 1 << 20  # arrays from this size up have a memory map of their own (`_records`)
 
 try:  # the walk, backup and compaction compiled (dlzero/search/_puct.c); absent where no C compiler was found
     from dlzero.search import _puct as _c
@@ -68,6 +70,28 @@ __all__ = ["COMPILED", "EDGE_DTYPE", "NODE_DTYPE", "Arena"]
 
 def _none_if_nan(x: float) -> float | None:
     return None if x != x else x
+
+
+def _records(count: int, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array of `count` records; from a memory map of its own when it is large.
+
+    Why a map: the arrays grow by copying into larger ones, and glibc serves blocks below its mmap threshold
+    from the heap, which the network's freed temporaries raise to as much as 32 MiB: each old array then
+    left a hole in the heap, resident until trimmed (a search grew the process by 2.5x its tree's bytes).
+    `ndarray.resize` reallocates in place but zero-fills the new part, making the whole capacity resident
+    (1.30x of USI_Hash at 64 MiB). A map of its own is returned to the system when the array dies, and its
+    pages are resident only once written."""
+    nbytes = count * dtype.itemsize
+    if nbytes < _MAP_BYTES:
+        return np.empty(count, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=count)
+
+
+def _grown(records: np.ndarray, used: int, need: int) -> np.ndarray:
+    """A larger array holding `records`' first `used` records: by half again, at least `need`."""
+    out = _records(max(need, len(records) * 3 // 2), records.dtype)
+    out[:used] = records[:used]
+    return out
 
 
 class Arena:
@@ -89,11 +113,11 @@ class Arena:
         return self.n_nodes * NODE_DTYPE.itemsize + self.n_edges * EDGE_DTYPE.itemsize
 
     def _reserve(self, nodes: int, edges: int) -> None:
-        """Room for `nodes` more nodes and `edges` more edges (growing by half again: `realloc` in place)."""
+        """Room for `nodes` more nodes and `edges` more edges (growing by half again)."""
         if self.n_nodes + nodes > len(self.nodes):
-            self.nodes.resize(max(self.n_nodes + nodes, len(self.nodes) * 3 // 2), refcheck=False)
+            self.nodes = _grown(self.nodes, self.n_nodes, self.n_nodes + nodes)
         if self.n_edges + edges > len(self.edges):
-            self.edges.resize(max(self.n_edges + edges, len(self.edges) * 3 // 2), refcheck=False)
+            self.edges = _grown(self.edges, self.n_edges, self.n_edges + edges)
 
     def new_node(self) -> int:
         """A fresh node's index."""
@@ -312,7 +336,7 @@ class Arena:
         out.compiled = self.compiled
         if self.compiled:
             nodes, edges = _c.arena_subtree_size(self.nodes, self.edges, root)
-            out.nodes, out.edges = np.empty(nodes, dtype=NODE_DTYPE), np.empty(edges, dtype=EDGE_DTYPE)
+            out.nodes, out.edges = _records(nodes, NODE_DTYPE), _records(edges, EDGE_DTYPE)
             _c.arena_compact(self.nodes, self.edges, root, out.nodes, out.edges)
         else:
             order = self.subtree(root)
@@ -322,7 +346,7 @@ class Arena:
             counts = np.where(nodes["first"] >= 0, nodes["count"], 0).astype(np.int64)
             starts = np.zeros(len(order), dtype=np.int64)
             np.cumsum(counts[:-1], out=starts[1:])
-            edges = np.empty(int(counts.sum()), dtype=EDGE_DTYPE)
+            edges = _records(int(counts.sum()), EDGE_DTYPE)
             for new, old in enumerate(order):
                 if counts[new]:
                     block = self._block(int(old))
