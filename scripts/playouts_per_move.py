@@ -1,7 +1,7 @@
 """Playouts a move at a fixed time (not a test): the engine as a GUI runs it, one checkout or two side by side.
 
     python scripts/playouts_per_move.py [--model M] [--byoyomi 1000] [--positions 12] [--rounds 2] \
-        [--before /tmp/dlzero-before-REV]
+        [--before /tmp/dlzero-before-REV] [--networks STAGING]
 
 Starts `python -m dlzero.usi` (this checkout's, and with --before another checkout's, each with its own
 .venv when it has one) with Threads 1 and EvalStreams 1 (one core, as the equal-time matches play), sends
@@ -14,6 +14,7 @@ compare). Prints the CPU's vector flags, each side's mean playouts a move, and t
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -32,11 +33,16 @@ def python_of(checkout: Path) -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def playouts(checkout: Path, model: str | None, lines: list[str], byoyomi: int) -> list[int]:
-    """The nodes of each search, one `go byoyomi` a position, in one engine process."""
+def playouts(checkout: Path, model: str | None, lines: list[str], byoyomi: int,
+             networks: Path | None = None) -> list[int]:
+    """The nodes of each search, one `go byoyomi` a position, in one engine process (`networks`: its
+    DLZERO_NETWORKS_DIR, else the checkout's shipped networks)."""
     cmd = [python_of(checkout), "-m", "dlzero.usi", "--threads", "1"] + (["--model", model] if model else [])
+    env = {k: v for k, v in os.environ.items() if k != "DLZERO_NETWORKS_DIR"}
+    if networks is not None:
+        env["DLZERO_NETWORKS_DIR"] = str(networks.resolve())
     proc = subprocess.Popen(cmd, cwd=checkout, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                            stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env)
 
     def send(line: str) -> None:
         proc.stdin.write(line + "\n")
@@ -75,6 +81,8 @@ def main() -> None:
     ap.add_argument("--positions", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--before", type=Path, help="another checkout to run beside this one")
+    ap.add_argument("--networks", type=Path, help="this checkout's DLZERO_NETWORKS_DIR (e.g. a staging manifest "
+                    "with an int8 file); the other side plays its own shipped networks")
     args = ap.parse_args()
     lines = load_openings(ROOT / "configs" / "openings" / "rating.txt")[: args.positions]
     sides = [("after", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
@@ -82,7 +90,7 @@ def main() -> None:
     print(f"cpu: {cpu_flags()}; byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1, {len(lines)} positions")
     for r in range(args.rounds):
         for name, checkout in (sides if r % 2 == 0 else sides[::-1]):
-            nodes = playouts(checkout, args.model, lines, args.byoyomi)
+            nodes = playouts(checkout, args.model, lines, args.byoyomi, args.networks if name == "after" else None)
             got[name] += nodes
             print(f"round {r + 1} {name}: mean {statistics.mean(nodes):,.0f} playouts a move ({checkout})", flush=True)
     for name, nodes in got.items():

@@ -275,3 +275,21 @@ def test_random_mover_is_seeded_and_legal():
     assert not list(mated.legal_moves) and RandomMover().choose([Game(mated)]) == [None]
     picks = {RandomMover(s).choose([Game(cshogi.Board())])[0] for s in range(20)}
     assert len(picks) > 5  # it really varies with the seed
+
+
+def test_a_batch_of_two_long_usi_names_gets_a_file_name_the_disk_takes(run):
+    """Two `usi:` anchors with absolute paths and options made a batch name of over 255 bytes: the first game's
+    write failed with ENAMETOOLONG and ended the rating. Long names are cut and told apart by a hash."""
+    from dlzero.data.atomic import atomic_write_text
+    from dlzero.gating.rating import _batch_path
+
+    rd, _ = run
+    engine = "usi:/work/a/rather/long/path/to/a/virtual/env/bin/dlzero usi --model b5c64-miniosl019-2026-12-04"
+    a, b = f"{engine};Threads=1;EvalStreams=1;byoyomi=1000", f"{engine};Threads=1;Precision=fp32;byoyomi=1000"
+    paths = {_batch_path(rd, x, y, {"playouts": 1}, 0) for x, y in ((a, b), (b, a), (a, a + "x"))}
+    assert len(paths) == 3 and all(len(p.name) < 160 for p in paths)
+    rd.rating_dir.mkdir(parents=True, exist_ok=True)
+    for p in paths:
+        atomic_write_text(p, "{}")  # the temporary name beside it fits too
+        assert p.read_text() == "{}"
+    assert _batch_path(rd, "random", "alphabeta:100", {"playouts": 1}, 0).name.startswith("random--alphabeta-100--")

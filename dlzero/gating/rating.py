@@ -317,9 +317,14 @@ def _seed(a: str, b: str) -> int:
     return zlib.crc32(f"{a}|{b}".encode())
 
 
+_NAME_MAX = 120  # the players' part of a batch file's name, in characters
+
+
 def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int) -> Path:
     tag = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
     safe = re.sub(r"[^A-Za-z0-9_.+=-]", "-", f"{a}--{b}")  # usi:PATH names hold slashes and spaces
+    if len(safe) > _NAME_MAX:  # a file name has 255 bytes: two `usi:` engines with paths and options overran it
+        safe = f"{safe[:_NAME_MAX - 9]}-{zlib.crc32(safe.encode()):08x}"  # (the players are in the file)
     path = rd.rating_dir / f"{safe}--{tag}--{start:05d}.json"
     n = 1
     while path.exists():
