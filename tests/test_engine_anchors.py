@@ -236,14 +236,19 @@ def test_ctrl_c_during_a_rating_closes_the_engine(fake_engine, tmp_path):
     path, pids = fake_engine
     rd, _ = _run(tmp_path, ["random", f"usi:'{path}';DelayMs=200;depth=1"], games=20, max_moves=200)
     proc = subprocess.Popen([sys.executable, "-m", "dlzero.cli", "rate", "--run", str(rd.root), "--no-progress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # a hang's report: see below
     deadline = time.monotonic() + 180  # start-up (imports, the model) only: a slow spell of the VM took over 60 s once
     while not _pids(pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _pids(pids), "the rating never started the engine"
     time.sleep(1.0)  # mid-game
     proc.send_signal(signal.SIGINT)  # to dlzero only: closing the engine is its job
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # every thread's stack (faulthandler), so that a hang says where it hangs
+        proc.send_signal(signal.SIGABRT)
+        pytest.fail("dlzero rate did not end within 30 s of SIGINT; its threads:\n" + proc.communicate(timeout=30)[1])
     assert proc.returncode == 130, err
     pid = _pids(pids)[0]
     deadline = time.monotonic() + 10
