@@ -335,7 +335,7 @@ class Arena:
         out = Arena.__new__(Arena)
         out.compiled = self.compiled
         if self.compiled:
-            nodes, edges = _c.arena_subtree_size(self.nodes, self.edges, root)
+            nodes, edges = self._subtree_counts(root)
             out.nodes, out.edges = _records(nodes, NODE_DTYPE), _records(edges, EDGE_DTYPE)
             _c.arena_compact(self.nodes, self.edges, root, out.nodes, out.edges)
         else:
@@ -356,6 +356,6 @@ class Arena:
             nodes["first"] = np.where(nodes["first"] >= 0, starts, -1)
             out.nodes, out.edges = nodes, edges
         out.n_nodes, out.n_edges = len(out.nodes), len(out.edges)
-        if len(out.edges) == 0:
+        if len(out.edges) == 0:  # a leaf's subtree: room for the first expansion, as a new arena has
             out.edges = np.empty(_FIRST_EDGES, dtype=EDGE_DTYPE)
         return out

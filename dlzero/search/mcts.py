@@ -175,7 +175,7 @@ class Search:
 
     @cfg.setter
     def cfg(self, cfg: SearchConfig) -> None:
-        """Setting the config also fixes the PUCT constants `_select` passes to the rule."""
+        """Setting the config also fixes the PUCT constants the walk passes to the rule (`Arena.descend`)."""
         self._cfg = cfg
         self._puct_args = (cfg.c_init, cfg.c_base, cfg.fpu_reduction)  # (c_init, c_base, fpu_reduction): `Arena`'s
         self._puct_root_args = (cfg.c_init_root, cfg.c_base_root, cfg.fpu_reduction_root)

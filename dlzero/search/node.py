@@ -114,10 +114,6 @@ class Node:
         hit = np.nonzero(self.moves == move)[0]
         return int(hit[0]) if hit.size else -1
 
-    def count_nodes(self) -> int:
-        """Nodes in this subtree."""
-        return self.arena.subtree_size(self.index)[0]
-
     def size(self) -> tuple[int, int]:
         """(nodes, bytes) of this subtree."""
         return self.arena.subtree_size(self.index)
