@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -184,3 +185,22 @@ def test_torchrun_ranks_split_the_relabelling(tmp_path):
     assert all(rd.relabelled(p).is_file() for p in rd.shards())
     plan = load_checkpoint(rd.train_dir / "checkpoint.pt", tiny_config().model)["segment"]["plan"]
     assert plan["source"] == "relabelled" and len(plan["shards"]) == 3
+
+
+def test_a_rank_that_fails_ends_the_job_without_waiting_for_the_others(tmp_path):
+    """Issue 41: a rank whose work failed went to the exit barrier and waited there for the other ranks
+    to finish their own work (here rank 0's relabelling, two minutes) or for gloo's 30-minute timeout.
+    A failed rank now leaves at once with its error; torchrun then stops the others, and the job ends
+    failed within seconds."""
+    script = tmp_path / "fake_usi.py"
+    # torchrun's RANK reaches each teacher through the environment: rank 1's dies at once, rank 0's is slow.
+    script.write_text('import os, sys, time\nif os.environ.get("RANK") == "1":\n    sys.exit(5)\n'
+                      'time.sleep(120)\n' + FAKE_ENGINE)
+    base = tmp_path / "base"
+    make_run(base, tiny_config(), (2, 2))
+    rd = copy_run(base, tmp_path)
+    started = time.monotonic()
+    proc = _torchrun_train(rd, 2, "--set", f"train.relabel=usi:{sys.executable} {script}", timeout=300)
+    assert proc.returncode != 0, proc.stderr[-3000:]
+    assert "exited with status 5" in proc.stderr, proc.stderr[-3000:]
+    assert time.monotonic() - started < 60, proc.stderr[-3000:]

@@ -76,10 +76,17 @@ def init_from_env(device_name: str) -> tuple[DistInfo, torch.device]:
     return current(), device
 
 
-def shutdown() -> None:
-    """Leave the process group together: a rank tearing gloo down while rank 0 still writes aborts."""
+def shutdown(done: bool = True) -> None:
+    """Leave the process group: together when this rank's work is `done`, at once when it failed.
+
+    Why the barrier: a rank tearing gloo down while rank 0 still writes aborts. Why none after a
+    failure: the other ranks are still at their own work, so the barrier would hold the failed rank
+    (and its error) until they finish or gloo times out (30 minutes); leaving at once lets torchrun see
+    the failure and stop the job.
+    """
     if dist.is_available() and dist.is_initialized():
-        dist.barrier()
+        if done:
+            dist.barrier()
         dist.destroy_process_group()
 
 

@@ -120,6 +120,7 @@ def _train(args: argparse.Namespace) -> int:
     else:
         rd, cfg = None, config_from_args(args, FLAG_KEYS)
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
+    done = False
     try:
         if rd is not None:
             if cfg.train.relabel:
@@ -136,9 +137,10 @@ def _train(args: argparse.Namespace) -> int:
             if info is None or info.is_main:
                 print(f"wrote {sres.model_path}: {sres.steps} steps on {sres.train_positions:,} positions; "
                       f"{sres.split}: {_fmt_holdout(sres.holdout)}", file=sys.stderr)
+        done = True
     finally:
         if info is not None:
-            distributed.shutdown()
+            distributed.shutdown(done)
     return 0
 
 
