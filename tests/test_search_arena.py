@@ -348,3 +348,38 @@ def test_a_refused_push_leaves_the_path_as_it_was_before_that_level(fail_at):
     with pytest.raises(_PushError):
         fresh.descend(0, _Board(fail_at=0), path, None, PARAMS, 1.0)
     assert path == [] and fresh.n_nodes == 1 and (fresh.children(0) == -1).all()
+
+
+@compiled_only
+def test_compiled_expand_writes_what_numpy_writes_and_checks_first():
+    """`arena_expand` (the search's expansion of every new leaf) against the numpy field writes it replaced:
+    the same records for contiguous and strided moves and priors, growth past the first block, an empty
+    expansion; bad arguments raise before anything is written."""
+    rng = np.random.default_rng(3)
+    x, y = Arena(compiled=True), Arena(compiled=False)
+    for k in (3, 0, 593, 40, 300):
+        moves = rng.integers(1, 1 << 24, size=2 * k, dtype=np.int64)
+        prior = rng.random(2 * k, dtype=np.float32)
+        for a in (x, y):
+            node = a.new_node()
+            a.expand(node, moves[:k], prior[:k])
+            a.expand(a.new_node(), moves[::2], prior[::2])  # strided views, as a filtered node's could be
+    _assert_arenas_equal(x, y)
+    nodes, edges = x.nodes, x.edges
+    before = (nodes.copy(), edges.copy())
+    moves, prior = np.arange(5, dtype=np.int64), np.full(5, 0.2, dtype=np.float32)
+    for args, error, words in (((x.n_edges, 0, moves, prior.astype(np.float64)), TypeError, "float32"),
+                               ((x.n_edges, 0, moves.astype(np.int32), prior), TypeError, "int64"),
+                               ((x.n_edges, 0, moves, prior[:4]), ValueError, "5 moves but 4 priors"),
+                               ((len(edges) - 4, 0, moves, prior), ValueError, "do not fit"),
+                               ((-1, 0, moves, prior), ValueError, "do not fit"),
+                               ((x.n_edges, x.n_nodes + len(nodes), moves, prior), IndexError, "outside")):
+        with pytest.raises(error, match=words):
+            _c.arena_expand(nodes, edges, *args)
+    _assert_records_equal(nodes, before[0])
+    _assert_records_equal(edges, before[1])
+    # a float64 prior (not the search's) takes the numpy path, with the same result
+    z, w = Arena(compiled=True), Arena(compiled=False)
+    for a in (z, w):
+        a.expand(0, moves, prior.astype(np.float64))
+    _assert_arenas_equal(z, w)

@@ -651,6 +651,86 @@ static PyObject *arena_backup(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* A one-dimensional array argument of `itemsize`-byte items in one of `formats` (any strides, read-only), or -1
+ * with a TypeError naming it. */
+static int get_strided(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *const *formats,
+                       const char *fn, const char *name, const char *want) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) == 0) {
+        if (view->ndim == 1 && view->itemsize == itemsize && view->format != NULL) {
+            for (const char *const *f = formats; *f != NULL; f++) {
+                if (strcmp(view->format, *f) == 0) {
+                    return 0;
+                }
+            }
+        }
+        PyBuffer_Release(view);
+    } else if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        return -1;
+    } else {
+        PyErr_Clear();
+    }
+    PyErr_Format(PyExc_TypeError, "%s: %s must be a one-dimensional array of %s, not %.200s", fn, name, want,
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* Arena.expand: node `node`'s edges are the next len(moves) records from `n_edges` on (move, prior, no child);
+ * returns the new edge count. Checked before anything is written: the room, the node, the lengths. */
+static PyObject *arena_expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_expand";
+    static const char *const int64_formats[] = {"l", "q", "<l", "<q", "=l", "=q", NULL};
+    static const char *const float32_formats[] = {"f", "<f", "=f", NULL};
+    if (want_args(nargs, 6, fn) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n_edges, node;
+    if (get_index(args[2], &n_edges, fn, "n_edges") < 0 || get_index(args[3], &node, fn, "node") < 0) {
+        return NULL;
+    }
+    Py_buffer mv, pv;
+    if (get_strided(args[4], &mv, 8, int64_formats, fn, "moves", "int64") < 0) {
+        return NULL;
+    }
+    if (get_strided(args[5], &pv, 4, float32_formats, fn, "prior", "float32") < 0) {
+        PyBuffer_Release(&mv);
+        return NULL;
+    }
+    Arena a;
+    PyObject *result = NULL;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        goto release;
+    }
+    const Py_ssize_t k = mv.shape[0];
+    if (pv.shape[0] != k) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd moves but %zd priors", fn, k, pv.shape[0]);
+    } else if (k > INT16_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd moves do not fit a node's edge count", fn, k);
+    } else if (n_edges < 0 || n_edges + k > a.e_len || n_edges + k > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd edges from %zd do not fit %zd records", fn, k, n_edges, a.e_len);
+    } else if (check_node(node, a.n_len, fn, "node") == 0) {
+        AEdge *block = a.edge + n_edges;
+        const char *m = (const char *)mv.buf, *p = (const char *)pv.buf;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            int64_t move;
+            float prior;
+            memcpy(&move, m + j * mv.strides[0], sizeof move);
+            memcpy(&prior, p + j * pv.strides[0], sizeof prior);
+            block[j].move = (int32_t)move;  /* numpy's int64 -> int32 cast: cshogi's moves fit */
+            block[j].prior = prior;
+            block[j].child = -1;
+        }
+        a.node[node].first = (int32_t)n_edges;
+        a.node[node].count = (int16_t)k;
+        result = PyLong_FromSsize_t(n_edges + k);
+    }
+    arena_release(&a);
+release:
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&pv);
+    return result;
+}
+
 /* Arena.subtree's order: `root`, then for each listed node its children in edge order (breadth first). Returns a
  * PyMem array of node indices, their number in *count and the summed counts of the expanded ones in *n_edges; or
  * NULL with an error set where a block or a child lies outside the arrays, or the walk lists more nodes than the
@@ -803,6 +883,8 @@ static PyMethodDef methods[] = {
      "(node itemsize, edge itemsize, node field offsets, edge field offsets) of the C structs."},
     {"arena_descend", (PyCFunction)(void (*)(void))arena_descend, METH_FASTCALL,
      "Walk down an arena by the PUCT rule with virtual loss (see dlzero.search.arena.Arena.descend)."},
+    {"arena_expand", (PyCFunction)(void (*)(void))arena_expand, METH_FASTCALL,
+     "Attach moves and priors to a node of an arena (see dlzero.search.arena.Arena.expand)."},
     {"arena_backup", (PyCFunction)(void (*)(void))arena_backup, METH_FASTCALL,
      "Add a leaf's value up its path in an arena (see dlzero.search.arena.Arena.backup)."},
     {"arena_subtree_size", (PyCFunction)(void (*)(void))arena_subtree_size, METH_FASTCALL,
