@@ -428,16 +428,24 @@ def test_compiled_planes_are_the_numpy_planes_bit_for_bit(monkeypatch):
 
 @pytest.mark.skipif(not F.COMPILED_PLANES, reason="the compiled planes were not built")
 def test_compiled_planes_refuse_what_they_cannot_fill():
-    fill = F._compiled_fill_row
-    row = np.zeros((NUM_PLANES, 9, 9), np.float32)
-    hand = [0] * 7
-    with pytest.raises(TypeError, match="100 x 9 x 9"):
-        fill(np.zeros((NUM_PLANES, 9, 9), np.float64), hand, hand, False, 0, False, 0.0, False, -1, -1)
-    with pytest.raises(TypeError, match="100 x 9 x 9"):
-        fill(row[:50], hand, hand, False, 0, False, 0.0, False, -1, -1)
-    with pytest.raises(ValueError, match="seven"):
-        fill(row, hand[:6], hand, False, 0, False, 0.0, False, -1, -1)
-    with pytest.raises(ValueError, match="outside the board"):
-        fill(row, hand, hand, False, 0, False, 0.0, False, 81, -1)
-    with pytest.raises(TypeError, match="10 arguments"):
-        fill(row, hand, hand)
+    fill = F._compiled_fill_board_row
+    batch = np.zeros((2, NUM_PLANES, 9, 9), np.float32)
+    f2 = np.zeros((dl.FEATURES2_NUM, 9, 9), np.float32)
+    board = cshogi.Board()
+    before = batch.copy()
+    with pytest.raises(TypeError, match="100, 9, 9"):
+        fill(batch.astype(np.float64), 0, board, f2, 0)
+    with pytest.raises(TypeError, match="100, 9, 9"):
+        fill(batch[:, :50].copy(), 0, board, f2, 0)
+    with pytest.raises(TypeError, match="features2"):
+        fill(batch, 0, board, f2[:10], 0)
+    for row in (-1, 2):
+        with pytest.raises(IndexError, match="outside the batch"):
+            fill(batch, row, board, f2, 0)
+    with pytest.raises(ValueError, match="0..3"):
+        fill(batch, 0, board, f2, 4)
+    with pytest.raises(AttributeError):
+        fill(batch, 0, object(), f2, 0)
+    with pytest.raises(TypeError, match="5 arguments"):
+        fill(batch, 0, board)
+    assert batch.tobytes() == before.tobytes()  # nothing written by a refused call

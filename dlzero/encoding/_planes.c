@@ -2,14 +2,15 @@
  *
  * Why C: the numpy form of these planes (Encoder.finish) costs a dozen numpy calls per batch and a
  * broadcast write, about 4-5 us a position at the search's batch of 32, as much as cshogi's own 62
- * planes; here the row is written while it is still in cache, in well under a microsecond.
+ * planes; here the row is written while it is still in cache, in well under a microsecond. The board's
+ * scalars (side to move, hands, ply, last move, entering king) are read here too: read in Python they
+ * cost ~2 us a leaf, most of what the encoder added to cshogi's planes on the search's path.
  *
- * fill_row(row, hand_us, hand_them, check, repetitions, white, progress, can_declare, last_to, last_from)
- *   row: the position's float32[100 * 81] planes (C-contiguous, writeable), planes 0-61 already written
- *   by cshogi (the entering-king planes are counted from its piece planes 0-13 and 31-44);
- *   hand_us, hand_them: the seven hand counts (P L N S G B R) of the side to move and of the opponent;
- *   check, white, can_declare: truth values; repetitions: 0..3; progress: the progress plane's value;
- *   last_to, last_from: the last move's squares in the side to move's frame, -1 where there is none.
+ * fill_board_row(batch, row, board, f2, repetitions)
+ *   batch: the float32 (B, 100, 9, 9) buffer (C-contiguous, writeable); row: the position's row in it, whose
+ *   planes 0-61 cshogi has written (the entering-king planes are counted from its piece planes 0-13 and 31-44);
+ *   board: the cshogi.Board of the position (turn, pieces_in_hand, move_number, peek(), is_nyugyoku() are read);
+ *   f2: the float32 features2 cshogi wrote beside planes 0-61 (its plane 56 says check); repetitions: 0..3.
  *   Writes every value of planes 62-99. Each value is computed with the operations and the precision
  *   that Encoder.finish uses (float32, or float64 rounded to float32 where numpy promotes), so the two
  *   give the same bits; tests/test_features.py compares them on random positions.
@@ -21,6 +22,8 @@
 #define SQUARES 81
 #define PLANES 100
 #define FIRST 62
+#define PROGRESS_PLIES 512.0 /* features.PROGRESS_PLIES */
+#define CHECK_PLANE 56 /* features2's check plane */
 
 static const float HAND_SCALE[7] = {18.0f, 4.0f, 4.0f, 4.0f, 4.0f, 2.0f, 2.0f};
 static const float HAND_POINTS[7] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 5.0f, 5.0f};
@@ -29,12 +32,12 @@ static const float TYPE_POINTS[14] = {1, 1, 1, 1, 5, 5, 1, 0, 1, 1, 1, 1, 5, 5};
 #define KING_TYPE 7
 
 static int read_hand(PyObject *seq, long out[7], const char *name) {
-    PyObject *fast = PySequence_Fast(seq, "fill_row: hands must be sequences of seven counts");
+    PyObject *fast = PySequence_Fast(seq, "fill_board_row: hands must be sequences of seven counts");
     if (fast == NULL) {
         return -1;
     }
     if (PySequence_Fast_GET_SIZE(fast) != 7) {
-        PyErr_Format(PyExc_ValueError, "fill_row: %s must hold seven counts", name);
+        PyErr_Format(PyExc_ValueError, "fill_board_row: %s must hold seven counts", name);
         Py_DECREF(fast);
         return -1;
     }
@@ -74,40 +77,9 @@ static void camp_planes(const float *row, int first_piece_plane, int first_rank,
     out[2] = (float)(share < 1.0 ? share : 1.0);
 }
 
-static PyObject *fill_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "fill_row takes 10 arguments");
-        return NULL;
-    }
-    long hand[2][7];
-    if (read_hand(args[1], hand[0], "hand_us") < 0 || read_hand(args[2], hand[1], "hand_them") < 0) {
-        return NULL;
-    }
-    const int check = PyObject_IsTrue(args[3]);
-    const long reps = PyLong_AsLong(args[4]);
-    const int white = PyObject_IsTrue(args[5]);
-    const double progress = PyFloat_AsDouble(args[6]);
-    const int declare = PyObject_IsTrue(args[7]);
-    const long last_to = PyLong_AsLong(args[8]), last_from = PyLong_AsLong(args[9]);
-    if (check < 0 || white < 0 || declare < 0 || PyErr_Occurred()) {
-        return NULL;
-    }
-    if (last_to < -1 || last_to >= SQUARES || last_from < -1 || last_from >= SQUARES) {
-        PyErr_SetString(PyExc_ValueError, "fill_row: a last-move square is outside the board");
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        return NULL;
-    }
-    if (view.itemsize != 4 || view.format == NULL || strcmp(view.format, "f") != 0
-        || view.len != (Py_ssize_t)(PLANES * SQUARES * sizeof(float))) {
-        PyErr_SetString(PyExc_TypeError, "fill_row: row must be a C-contiguous float32 array of 100 x 9 x 9");
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    float *row = (float *)view.buf;
+/* Planes 62-99 of `row` from the position's scalars (planes 0-61 already written). */
+static void write_planes(float *row, long hand[2][7], int check, long reps, int white, double progress, int declare,
+                         long last_to, long last_from) {
     float value[PLANES - FIRST];
     memset(value, 0, sizeof value);
     float hand_points[2] = {0.0f, 0.0f};
@@ -140,13 +112,130 @@ static PyObject *fill_row(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (last_from >= 0) {
         row[91 * SQUARES + last_from] = 1.0f;
     }
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
+}
+
+/* A float32 C-contiguous buffer of `obj` (writeable when asked) shaped (n, planes, 9, 9) with n >= 1 and, when
+ * `planes` is 0, (planes, 9, 9) with at least `least` planes; or -1 with a TypeError naming it. */
+static int float_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t planes, Py_ssize_t least,
+                        const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+        return -1;
+    }
+    int ok = view->itemsize == 4 && view->format != NULL && strcmp(view->format, "f") == 0;
+    if (ok && planes) {
+        ok = view->ndim == 4 && view->shape[0] >= 1 && view->shape[1] == planes && view->shape[2] == 9
+             && view->shape[3] == 9;
+    } else if (ok) {
+        ok = view->ndim == 3 && view->shape[0] >= least && view->shape[1] == 9 && view->shape[2] == 9;
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "fill_board_row: %s", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* An attribute of the board (called when `call`), as a C long: 0, or -1 with an error set. */
+static int board_long(PyObject *board, PyObject *name, int call, long *out) {
+    PyObject *v = call ? PyObject_CallMethodNoArgs(board, name) : PyObject_GetAttr(board, name);
+    if (v == NULL) {
+        return -1;
+    }
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *s_turn, *s_hands, *s_move_number, *s_peek, *s_nyugyoku;
+
+static PyObject *fill_board_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "fill_board_row takes 5 arguments");
+        return NULL;
+    }
+    const Py_ssize_t row_index = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
+    const long reps = PyLong_AsLong(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (reps < 0 || reps > 3) {
+        PyErr_Format(PyExc_ValueError, "fill_board_row: repetitions must be 0..3, not %ld", reps);
+        return NULL;
+    }
+    PyObject *board = args[2];
+    long turn, move_number, last, declare;
+    if (board_long(board, s_turn, 0, &turn) < 0 || board_long(board, s_move_number, 0, &move_number) < 0
+        || board_long(board, s_peek, 1, &last) < 0) {
+        return NULL;
+    }
+    PyObject *nyugyoku = PyObject_CallMethodNoArgs(board, s_nyugyoku);
+    if (nyugyoku == NULL) {
+        return NULL;
+    }
+    declare = PyObject_IsTrue(nyugyoku);
+    Py_DECREF(nyugyoku);
+    PyObject *hands = declare < 0 ? NULL : PyObject_GetAttr(board, s_hands);
+    if (hands == NULL) {
+        return NULL;
+    }
+    long hand[2][7];
+    const int white = turn != 0;
+    PyObject *ours = PySequence_GetItem(hands, white), *theirs = ours == NULL ? NULL : PySequence_GetItem(hands, !white);
+    const int hands_ok = theirs != NULL && read_hand(ours, hand[0], "hand_us") == 0
+                         && read_hand(theirs, hand[1], "hand_them") == 0;
+    Py_XDECREF(ours);
+    Py_XDECREF(theirs);
+    Py_DECREF(hands);
+    if (!hands_ok) {
+        return NULL;
+    }
+    /* the last move's squares in the side to move's frame (cshogi's move: to in bits 0-6, from in 7-13, a drop's
+       from is 81 or more), -1 where there is none */
+    long last_to = -1, last_from = -1;
+    if (last) {
+        const long to = last & 0x7f, from = (last >> 7) & 0x7f;
+        if (to >= SQUARES) {
+            PyErr_Format(PyExc_ValueError, "fill_board_row: the last move %ld lands outside the board", last);
+            return NULL;
+        }
+        last_to = white ? 80 - to : to;
+        if (from < SQUARES) {
+            last_from = white ? 80 - from : from;
+        }
+    }
+    double progress = (double)(move_number - 1) / PROGRESS_PLIES;
+    if (progress > 1.0) {
+        progress = 1.0;
+    }
+    Py_buffer bv, fv;
+    if (float_buffer(args[0], &bv, 1, PLANES, 0, "batch must be a writeable C-contiguous float32 array of shape "
+                     "(B, 100, 9, 9)") < 0) {
+        return NULL;
+    }
+    if (float_buffer(args[3], &fv, 0, 0, CHECK_PLANE + 1, "f2 must be cshogi's float32 features2 (57 x 9 x 9)") < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    const Py_ssize_t rows = bv.shape[0];
+    PyObject *result = NULL;
+    if (row_index < 0 || row_index >= rows) {
+        PyErr_Format(PyExc_IndexError, "fill_board_row: row %zd is outside the batch of %zd", row_index, rows);
+    } else {
+        const int check = ((const float *)fv.buf)[CHECK_PLANE * SQUARES] > 0.0f;
+        write_planes((float *)bv.buf + row_index * PLANES * SQUARES, hand, check, reps, white, progress, (int)declare,
+                     last_to, last_from);
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&fv);
+    PyBuffer_Release(&bv);
+    return result;
 }
 
 static PyMethodDef methods[] = {
-    {"fill_row", (PyCFunction)(void (*)(void))fill_row, METH_FASTCALL,
-     "Write planes 62-99 of one position (see dlzero.encoding.features.Encoder)."},
+    {"fill_board_row", (PyCFunction)(void (*)(void))fill_board_row, METH_FASTCALL,
+     "Write planes 62-99 of one position of a batch (see dlzero.encoding.features.Encoder)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -158,4 +247,13 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__planes(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__planes(void) {
+    if ((s_turn = PyUnicode_InternFromString("turn")) == NULL
+        || (s_hands = PyUnicode_InternFromString("pieces_in_hand")) == NULL
+        || (s_move_number = PyUnicode_InternFromString("move_number")) == NULL
+        || (s_peek = PyUnicode_InternFromString("peek")) == NULL
+        || (s_nyugyoku = PyUnicode_InternFromString("is_nyugyoku")) == NULL) {
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -41,12 +41,12 @@ import numpy as np
 from dlzero.game_end import earlier_occurrences
 
 try:  # planes 62-99 of a row compiled (dlzero/encoding/_planes.c); absent where the install found no C compiler
-    from dlzero.encoding._planes import fill_row as _compiled_fill_row
+    from dlzero.encoding._planes import fill_board_row as _compiled_fill_board_row
 except ImportError:
-    _compiled_fill_row = None
+    _compiled_fill_board_row = None
 # Whether `Encoder.add` writes planes 62-99 itself (compiled) instead of leaving them to `finish` (numpy): the
 # same bits either way (tests/test_features.py), a switch so that tests can compare the two.
-COMPILED_PLANES = _compiled_fill_row is not None
+COMPILED_PLANES = _compiled_fill_board_row is not None
 
 NUM_PLANES = 100
 ENCODER_VERSION = 1
@@ -153,6 +153,11 @@ class Encoder:
         if out is None or row >= out.shape[0]:
             raise ValueError("Encoder.add: no batch begun, or the batch buffer is full")
         dl.make_input_features(board, out[row, :62], self._f2)
+        if COMPILED_PLANES:  # the board's scalars read and planes 62-99 written in C
+            _compiled_fill_board_row(out, row, board, self._f2,
+                                     repetition_count(board) if repetitions is None else repetitions)
+            self._n = row + 1
+            return row
         us = board.turn
         hands = board.pieces_in_hand
         reps = repetition_count(board) if repetitions is None else repetitions
@@ -167,10 +172,6 @@ class Encoder:
                 from_sq = cshogi.move_from(last)
                 last_from = 80 - from_sq if flip else from_sq
         self._n = row + 1
-        if COMPILED_PLANES:
-            _compiled_fill_row(out[row], hands[us], hands[1 - us], self._f2[56, 0, 0] > 0, reps, us == cshogi.WHITE,
-                               progress, board.is_nyugyoku(), last_to, last_from)
-            return row
         # `_ROW_PLANES`: hand counts (scaled in `finish`), planes 76-81 and 85
         self._rows.append([*hands[us], *hands[1 - us], float(self._f2[56, 0, 0]), float(reps >= 1),
                            float(reps >= 2), float(reps >= 3), float(us == cshogi.WHITE), progress,
