@@ -16,6 +16,7 @@ from dlzero.encoding import (
     legal_moves_and_labels,
     move_to_label,
 )
+from dlzero.encoding import labels as L
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +130,40 @@ def test_labels_of_empty_and_batch_shapes():
     moves, labels = legal_moves_and_labels(board)
     assert moves.dtype == np.int64 and len(moves) == 30
     assert labels_of(moves.reshape(5, 6), 0).shape == (5, 6)
+
+
+@pytest.mark.skipif(not L.COMPILED_LABELS, reason="the compiled labels were not built")
+def test_compiled_moves_and_labels_are_the_numpy_ones(positions, monkeypatch):
+    """The search's path (`legal_moves_and_labels` in C) gives the arrays numpy's fromiter and gather give:
+    same moves in cshogi's order, same labels, same dtypes, writeable arrays of their own; a mated position's
+    empty lists; a bad table or move list raises."""
+    boards = [cshogi.Board(s) for s in positions[:800]] + [cshogi.Board("8k/8G/8G/9/9/9/9/9/K8 w - 1")]
+    got = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(L, "COMPILED_LABELS", compiled)
+        got[compiled] = [legal_moves_and_labels(b) for b in boards]
+    assert len(got[True][-1][0]) == 0  # mated: no moves
+    for (m1, l1), (m0, l0) in zip(got[True], got[False], strict=True):
+        assert m1.dtype == m0.dtype == np.int64 and l1.dtype == l0.dtype == np.int32
+        assert m1.tobytes() == m0.tobytes() and l1.tobytes() == l0.tobytes()
+        assert m1.flags.writeable and l1.flags.writeable
+    compiled = L._compiled_moves_and_labels
+    row = L._LABEL_ROWS[0]
+
+    def out(n: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(n, np.int64), np.zeros(n, np.int32)
+
+    with pytest.raises(TypeError, match="32768"):
+        compiled([1, 2], row[:100], *out(2))
+    with pytest.raises(TypeError, match="label_row"):
+        compiled([1, 2], row.astype(np.int64), *out(2))
+    with pytest.raises(TypeError, match="moves_out"):
+        compiled([1, 2], row, np.zeros(2, np.int32), np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="labels out"):
+        compiled([1, 2], row, np.zeros(2, np.int64), np.zeros(3, np.int32))
+    with pytest.raises(TypeError):
+        compiled(5, row, *out(2))
+    with pytest.raises(ValueError, match="more moves"):
+        compiled(range(3), row, *out(2))
+    with pytest.raises(ValueError, match="1 moves, not the 2"):
+        compiled([7], row, *out(2))

@@ -19,6 +19,14 @@ from __future__ import annotations
 import cshogi
 import numpy as np
 
+try:  # the legal moves' labels compiled (dlzero/encoding/_planes.c); absent where the install found no C compiler
+    from dlzero.encoding._planes import legal_moves_and_labels as _compiled_moves_and_labels
+except ImportError:
+    _compiled_moves_and_labels = None
+# Whether `legal_moves_and_labels` reads the moves in C (the same arrays either way: tests/test_labels.py); a
+# switch so that tests can compare the two.
+COMPILED_LABELS = _compiled_moves_and_labels is not None
+
 NUM_DIRECTIONS = 27
 NUM_LABELS = NUM_DIRECTIONS * 81  # 2187
 
@@ -70,6 +78,7 @@ _PADDED = np.full((2, 2, 128, 128), -1, dtype=np.int32)
 _PADDED[:, :, :88, :81] = LABEL_TABLE
 LABEL_BY_MOVE16 = _PADDED.reshape(2, 1 << 15)
 _LABEL_ROWS = (LABEL_BY_MOVE16[0], LABEL_BY_MOVE16[1])  # one colour's row: a 1-D gather is twice as fast
+_INT64, _INT32 = np.dtype(np.int64), np.dtype(np.int32)  # np.empty is twice as quick given a dtype, not a type
 
 
 def labels_of(moves: np.ndarray, colour: int) -> np.ndarray:
@@ -88,6 +97,11 @@ def legal_moves_and_labels(board: cshogi.Board) -> tuple[np.ndarray, np.ndarray]
     This is what search needs to expand a node: gather the policy logits at the labels and
     remember which move each child is.
     """
+    if COMPILED_LABELS:  # a new leaf's moves: ~0.8 us instead of ~2.9 (_planes.c)
+        listed = board.legal_moves
+        moves, labels = np.empty(len(listed), _INT64), np.empty(len(listed), _INT32)
+        _compiled_moves_and_labels(listed, _LABEL_ROWS[board.turn], moves, labels)
+        return moves, labels
     moves = np.fromiter(board.legal_moves, dtype=np.int64)
     return moves, _LABEL_ROWS[board.turn][moves & 0x7FFF]
 
