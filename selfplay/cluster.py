@@ -56,8 +56,10 @@ def connect(address: str, num_cpus: int | None = None) -> bool:
         return False
     if address == "local":
         # a small object store: workers pass only a few messages through Ray, data goes to disk;
-        # workers at niceness 0 (Ray's 15 gave them ~3 % of a core each beside two busy processes on two)
-        ray.init(num_cpus=num_cpus, include_dashboard=False, object_store_memory=256 << 20,
+        # workers at niceness 0 (Ray's 15 gave them ~3 % of a core each beside two busy processes on two);
+        # address "local", not None: given none, ray.init joins any Ray it finds running on the machine (another
+        # job's, or one a killed run left behind) and then refuses num_cpus with a ValueError
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, object_store_memory=256 << 20,
                  log_to_driver=True, configure_logging=False, _system_config={"worker_niceness": 0})
     else:
         ray.init(address=address, log_to_driver=True, configure_logging=False)

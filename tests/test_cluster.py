@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from killers import ShardKiller, assert_restarted_once
@@ -154,3 +155,42 @@ def test_lost_nodes_have_their_games_replayed_on_another(tmp_path, capfd):
     for w in unfinished:
         pids = {p.name.split("-")[2] for p in shards if p.name.startswith(f"selfplay-w{w}-")}
         assert str(lost_pids[w]) in pids and len(pids) == 2  # the lost process and its replacement
+
+
+def test_local_ray_is_its_own_when_another_ray_runs_on_the_machine():
+    """Issue 41: `--ray local` passed no address to ray.init, which then joins any Ray instance it finds running on
+    the machine (another job's, or one that a killed run left behind: the one in Ray's default folder, which
+    names it in /tmp/ray/ray_current_cluster) and refuses num_cpus there: a ValueError traceback, and three
+    cluster tests failed on a machine where an earlier suite had been killed. A local instance is now always
+    dlzero's own."""
+    import socket
+
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    other = subprocess.Popen([ray_cli, "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
+                              "--include-dashboard=false", "--disable-usage-stats"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        from ray._private.services import find_gcs_addresses
+
+        deadline = time.monotonic() + 60
+        while not any(a.endswith(f":{port}") for a in find_gcs_addresses()):
+            assert other.poll() is None and time.monotonic() < deadline, "the other Ray instance did not start"
+            time.sleep(0.2)
+        script = ("import ray; from dlzero.selfplay.cluster import connect; assert connect('local', num_cpus=1); "
+                  "print(ray.get_runtime_context().gcs_address); ray.shutdown()")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert not proc.stdout.strip().endswith(f":{port}")  # its own instance, not the other one
+    finally:  # `ray start --block` stops its instance on SIGTERM, but leaves its name in the file
+        os.killpg(other.pid, 15)
+        try:
+            other.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(other.pid, 9)
+            other.wait()
+        current = Path("/tmp/ray/ray_current_cluster")
+        if current.is_file() and current.read_text().strip().endswith(f":{port}"):
+            current.unlink()
