@@ -134,3 +134,13 @@ def test_the_memory_budget_counts_the_cache():
     assert search.tree_full(tree) and tree.nodes < cfg.node_limit
     assert tree.memory < 1 << 20 <= tree.memory + search.cache.memory
     assert search.cache.memory > (1 << 20) // 8  # a fifth or so: an entry holds less than a node
+
+
+def test_entry_bytes_is_the_sum_of_its_parts():
+    """`entry_bytes` folds the fixed parts of an entry into one constant (it runs for every new leaf): the same
+    count as the entry's parts summed one by one, for priors of every length a position can have."""
+    from dlzero.search.evalcache import ENTRY_BYTES, array_bytes, entry_bytes
+
+    for n in range(0, 600):
+        prior = np.zeros(n, dtype=np.float32)
+        assert entry_bytes(prior) == ENTRY_BYTES + array_bytes(prior.nbytes), n

@@ -383,3 +383,35 @@ def test_compiled_expand_writes_what_numpy_writes_and_checks_first():
     for a in (z, w):
         a.expand(0, moves, prior.astype(np.float64))
     _assert_arenas_equal(z, w)
+
+
+@compiled_only
+def test_compiled_settle_writes_what_its_four_steps_write_and_checks_first():
+    """`arena_settle` (every new leaf's network result in one call) against set_pending(False), set_nn_value,
+    expand and backup on the numpy path: the same records after settling a leaf two levels down and one at the
+    root's child; a bad path, node or room raises before anything is written (a half-settled leaf would be
+    expanded with no visit, or visited with no moves)."""
+    arenas = (_small_tree(), _small_tree())
+    arenas[1].compiled = False
+    moves, prior = np.array([21, 22, 23], dtype=np.int64), np.array([0.5, 0.3, 0.2], dtype=np.float32)
+    for a in arenas:
+        for level_one in (0, 1):
+            child = a.child(0, level_one)
+            leaf = a.make_child(child, 1)
+            a.set_pending(leaf, True)
+            a.settle(leaf, moves, prior, 0.25 + 0.5 * level_one, [0, level_one, child, 1], 0.0)
+    _assert_arenas_equal(*arenas)
+    a = arenas[0]
+    leaf = a.make_child(a.child(0, 0), 0)
+    nodes, edges = a.nodes, a.edges
+    before = (nodes.copy(), edges.copy())
+    for args, error, words in (((a.n_edges, leaf, moves, prior, 0.5, [0, 0, a.child(0, 0), 7], 0.0), IndexError,
+                                "slot 7"),
+                               ((a.n_edges, leaf, moves, prior, 0.5, [0, 0, 1], 0.0), ValueError, "pairs"),
+                               ((a.n_edges, leaf, moves, prior[:2], 0.5, [0, 0], 0.0), ValueError, "priors"),
+                               ((len(edges) - 1, leaf, moves, prior, 0.5, [0, 0], 0.0), ValueError, "do not fit"),
+                               ((a.n_edges, len(nodes), moves, prior, 0.5, [0, 0], 0.0), IndexError, "outside")):
+        with pytest.raises(error, match=words):
+            _c.arena_settle(nodes, edges, *args)
+    _assert_records_equal(nodes, before[0])
+    _assert_records_equal(edges, before[1])

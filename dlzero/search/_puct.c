@@ -45,6 +45,14 @@
  *   `path` (to each child's in_w and each node's value_sum), `correction` (1 - virtual loss) added to every visit
  *   count on it. The whole path is checked before anything is written.
  *
+ * arena_expand(nodes, edges, n_edges, node, moves, prior) -> n_edges
+ *   Arena.expand: the node's edges are the next len(moves) records from `n_edges` (int64 moves, float32 priors, any
+ *   strides; no child); returns the new edge count. Everything checked before a write.
+ *
+ * arena_settle(nodes, edges, n_edges, node, moves, prior, value, path, correction) -> n_edges
+ *   Arena.settle: a leaf's network result at once: not pending, nn_value = value, arena_expand, arena_backup of
+ *   `value` from the leaf up `path`. Everything checked before a write.
+ *
  * arena_subtree_size(nodes, edges, root) -> (nodes, edges)
  *   The number of nodes below (and including) `root` and the summed edge counts of the expanded ones: the sizes
  *   arena_compact's output arrays need (Arena._subtree_counts). Iterative, with a PyMem queue.
@@ -555,48 +563,34 @@ done:
     return result;
 }
 
-static PyObject *arena_backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    static const char fn[] = "arena_backup";
-    if (want_args(nargs, 6, fn) < 0) {
-        return NULL;
-    }
-    PyObject *path = args[2];
+/* A backup's path, checked whole and turned into (node, child) pairs before anything is written: the pairs
+ * (`stack` when they fit its 256 entries, else a PyMem array the caller frees) and their number in *levels; or
+ * NULL with an error set. */
+static Py_ssize_t *backup_pairs(const Arena *a, PyObject *path, Py_ssize_t leaf, Py_ssize_t stack[256],
+                                Py_ssize_t *levels, const char *fn) {
     if (!PyList_Check(path) || PyList_GET_SIZE(path) % 2 != 0) {
-        PyErr_SetString(PyList_Check(path) ? PyExc_ValueError : PyExc_TypeError,
-                        "arena_backup: path must be a list of (node, slot) pairs, flat: [node, slot, node, slot, ...]");
+        PyErr_Format(PyList_Check(path) ? PyExc_ValueError : PyExc_TypeError,
+                     "%s: path must be a list of (node, slot) pairs, flat: [node, slot, node, slot, ...]", fn);
         return NULL;
     }
-    Py_ssize_t leaf;
-    if (get_index(args[3], &leaf, fn, "leaf") < 0) {
+    if (check_node(leaf, a->n_len, fn, "leaf") < 0) {
         return NULL;
     }
-    double value = PyFloat_AsDouble(args[4]);
-    const double correction = PyFloat_AsDouble(args[5]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    Arena a;
-    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
-        return NULL;
-    }
-    /* every level checked and turned into (node, child) before anything is written: a bad path changes nothing */
-    Py_ssize_t stack[256];
+    *levels = PyList_GET_SIZE(path) / 2;
     Py_ssize_t *pairs = stack;
-    const Py_ssize_t levels = PyList_GET_SIZE(path) / 2;
-    int failed = check_node(leaf, a.n_len, fn, "leaf") < 0;
-    if (!failed && levels * 2 > (Py_ssize_t)(sizeof stack / sizeof stack[0])) {
-        pairs = PyMem_Malloc((size_t)levels * 2 * sizeof(Py_ssize_t));
+    if (*levels * 2 > 256) {
+        pairs = PyMem_Malloc((size_t)*levels * 2 * sizeof(Py_ssize_t));
         if (pairs == NULL) {
             PyErr_NoMemory();
-            failed = 1;
+            return NULL;
         }
     }
-    for (Py_ssize_t j = 0; j < levels && !failed; j++) {
+    int failed = 0;
+    for (Py_ssize_t j = 0; j < *levels && !failed; j++) {
         Py_ssize_t node, slot;
         failed = 1;
         if (2 * j + 1 >= PyList_GET_SIZE(path)) {  /* (an __index__ that shrank the list) */
-            PyErr_SetString(PyExc_ValueError, "arena_backup: path changed size");
+            PyErr_Format(PyExc_ValueError, "%s: path changed size", fn);
             break;
         }
         PyObject *pn = PyList_GET_ITEM(path, 2 * j), *ps = PyList_GET_ITEM(path, 2 * j + 1);
@@ -605,22 +599,22 @@ static PyObject *arena_backup(PyObject *self, PyObject *const *args, Py_ssize_t 
         const int ints = get_index(pn, &node, fn, "a path node") == 0 && get_index(ps, &slot, fn, "a path slot") == 0;
         Py_DECREF(pn);
         Py_DECREF(ps);
-        if (!ints || check_node(node, a.n_len, fn, "path node") < 0 || check_block(&a, node, fn) < 0) {
+        if (!ints || check_node(node, a->n_len, fn, "path node") < 0 || check_block(a, node, fn) < 0) {
             break;
         }
-        const ANode *nd = &a.node[node];
+        const ANode *nd = &a->node[node];
         if (nd->first < 0) {
-            PyErr_Format(PyExc_ValueError, "arena_backup: path node %zd is not expanded", node);
+            PyErr_Format(PyExc_ValueError, "%s: path node %zd is not expanded", fn, node);
             break;
         }
         if (slot < 0 || slot >= nd->count) {
-            PyErr_Format(PyExc_IndexError, "arena_backup: slot %zd is outside node %zd's %d edges", slot, node,
+            PyErr_Format(PyExc_IndexError, "%s: slot %zd is outside node %zd's %d edges", fn, slot, node,
                          (int)nd->count);
             break;
         }
-        const int32_t child = a.edge[nd->first + slot].child;
-        if (child < 0 || child >= a.n_len) {
-            PyErr_Format(PyExc_IndexError, "arena_backup: slot %zd of node %zd leads to no node (child %d)", slot, node,
+        const int32_t child = a->edge[nd->first + slot].child;
+        if (child < 0 || child >= a->n_len) {
+            PyErr_Format(PyExc_IndexError, "%s: slot %zd of node %zd leads to no node (child %d)", fn, slot, node,
                          (int)child);
             break;
         }
@@ -628,24 +622,59 @@ static PyObject *arena_backup(PyObject *self, PyObject *const *args, Py_ssize_t 
         pairs[2 * j + 1] = child;
         failed = 0;
     }
-    if (!failed) {
-        /* Arena.backup's arithmetic, operation for operation */
-        a.node[leaf].visits += 1.0;
-        a.node[leaf].value_sum += value;
-        for (Py_ssize_t j = levels - 1; j >= 0; j--) {
-            ANode *nd = &a.node[pairs[2 * j]], *ch = &a.node[pairs[2 * j + 1]];
-            value = 1.0 - value;
-            ch->in_n += correction;
-            ch->in_w += value;
-            nd->visits += correction;
-            nd->value_sum += value;
+    if (failed) {
+        if (pairs != stack) {
+            PyMem_Free(pairs);
+        }
+        return NULL;
+    }
+    return pairs;
+}
+
+/* Arena.backup's arithmetic, operation for operation, over checked pairs. */
+static void backup_apply(Arena *a, const Py_ssize_t *pairs, Py_ssize_t levels, Py_ssize_t leaf, double value,
+                         double correction) {
+    a->node[leaf].visits += 1.0;
+    a->node[leaf].value_sum += value;
+    for (Py_ssize_t j = levels - 1; j >= 0; j--) {
+        ANode *nd = &a->node[pairs[2 * j]], *ch = &a->node[pairs[2 * j + 1]];
+        value = 1.0 - value;
+        ch->in_n += correction;
+        ch->in_w += value;
+        nd->visits += correction;
+        nd->value_sum += value;
+    }
+}
+
+static PyObject *arena_backup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_backup";
+    if (want_args(nargs, 6, fn) < 0) {
+        return NULL;
+    }
+    Py_ssize_t leaf;
+    if (get_index(args[3], &leaf, fn, "leaf") < 0) {
+        return NULL;
+    }
+    const double value = PyFloat_AsDouble(args[4]);
+    const double correction = PyFloat_AsDouble(args[5]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Arena a;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        return NULL;
+    }
+    Py_ssize_t stack[256], levels;
+    Py_ssize_t *pairs = backup_pairs(&a, args[2], leaf, stack, &levels, fn);
+    if (pairs != NULL) {
+        backup_apply(&a, pairs, levels, leaf, value, correction);
+        if (pairs != stack) {
+            PyMem_Free(pairs);
         }
     }
-    if (pairs != stack) {
-        PyMem_Free(pairs);
-    }
     arena_release(&a);
-    if (failed) {
+    if (pairs == NULL) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -672,6 +701,25 @@ static int get_strided(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, cons
     PyErr_Format(PyExc_TypeError, "%s: %s must be a one-dimensional array of %s, not %.200s", fn, name, want,
                  Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+/* Node `node`'s edges from record `n_edges` on: each move (int64, cast as numpy casts to int32: cshogi's moves fit)
+ * with its prior and no child; the node's first and count. The caller checked the room and the lengths. */
+static void write_edges(Arena *a, Py_ssize_t n_edges, Py_ssize_t node, const Py_buffer *mv, const Py_buffer *pv) {
+    const Py_ssize_t k = mv->shape[0];
+    AEdge *block = a->edge + n_edges;
+    const char *m = (const char *)mv->buf, *p = (const char *)pv->buf;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        int64_t move;
+        float prior;
+        memcpy(&move, m + j * mv->strides[0], sizeof move);
+        memcpy(&prior, p + j * pv->strides[0], sizeof prior);
+        block[j].move = (int32_t)move;
+        block[j].prior = prior;
+        block[j].child = -1;
+    }
+    a->node[node].first = (int32_t)n_edges;
+    a->node[node].count = (int16_t)k;
 }
 
 /* Arena.expand: node `node`'s edges are the next len(moves) records from `n_edges` on (move, prior, no child);
@@ -709,19 +757,69 @@ static PyObject *arena_expand(PyObject *self, PyObject *const *args, Py_ssize_t 
     } else if (n_edges < 0 || n_edges + k > a.e_len || n_edges + k > INT32_MAX) {
         PyErr_Format(PyExc_ValueError, "%s: %zd edges from %zd do not fit %zd records", fn, k, n_edges, a.e_len);
     } else if (check_node(node, a.n_len, fn, "node") == 0) {
-        AEdge *block = a.edge + n_edges;
-        const char *m = (const char *)mv.buf, *p = (const char *)pv.buf;
-        for (Py_ssize_t j = 0; j < k; j++) {
-            int64_t move;
-            float prior;
-            memcpy(&move, m + j * mv.strides[0], sizeof move);
-            memcpy(&prior, p + j * pv.strides[0], sizeof prior);
-            block[j].move = (int32_t)move;  /* numpy's int64 -> int32 cast: cshogi's moves fit */
-            block[j].prior = prior;
-            block[j].child = -1;
+        write_edges(&a, n_edges, node, &mv, &pv);
+        result = PyLong_FromSsize_t(n_edges + k);
+    }
+    arena_release(&a);
+release:
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&pv);
+    return result;
+}
+
+/* Arena.settle: a leaf's network result in one call, as Arena.set_pending(False), set_nn_value, expand and backup
+ * would write it; everything (the room, the lengths, the node, the whole path) checked before the first write. */
+static PyObject *arena_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static const char fn[] = "arena_settle";
+    static const char *const int64_formats[] = {"l", "q", "<l", "<q", "=l", "=q", NULL};
+    static const char *const float32_formats[] = {"f", "<f", "=f", NULL};
+    if (want_args(nargs, 9, fn) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n_edges, node;
+    if (get_index(args[2], &n_edges, fn, "n_edges") < 0 || get_index(args[3], &node, fn, "node") < 0) {
+        return NULL;
+    }
+    const double value = PyFloat_AsDouble(args[6]);
+    const double correction = PyFloat_AsDouble(args[8]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer mv, pv;
+    if (get_strided(args[4], &mv, 8, int64_formats, fn, "moves", "int64") < 0) {
+        return NULL;
+    }
+    if (get_strided(args[5], &pv, 4, float32_formats, fn, "prior", "float32") < 0) {
+        PyBuffer_Release(&mv);
+        return NULL;
+    }
+    Arena a;
+    PyObject *result = NULL;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
+        goto release;
+    }
+    const Py_ssize_t k = mv.shape[0];
+    Py_ssize_t stack[256], levels;
+    Py_ssize_t *pairs = NULL;
+    if (pv.shape[0] != k) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd moves but %zd priors", fn, k, pv.shape[0]);
+    } else if (k > INT16_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd moves do not fit a node's edge count", fn, k);
+    } else if (n_edges < 0 || n_edges + k > a.e_len || n_edges + k > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd edges from %zd do not fit %zd records", fn, k, n_edges, a.e_len);
+    } else if (check_node(node, a.n_len, fn, "node") == 0) {
+        pairs = backup_pairs(&a, args[7], node, stack, &levels, fn);
+    }
+    if (pairs != NULL) {
+        ANode *nd = &a.node[node];
+        nd->pending = 0;
+        nd->nn_value = value;
+        write_edges(&a, n_edges, node, &mv, &pv);
+        backup_apply(&a, pairs, levels, node, value, correction);
+        if (pairs != stack) {
+            PyMem_Free(pairs);
         }
-        a.node[node].first = (int32_t)n_edges;
-        a.node[node].count = (int16_t)k;
         result = PyLong_FromSsize_t(n_edges + k);
     }
     arena_release(&a);
@@ -885,6 +983,8 @@ static PyMethodDef methods[] = {
      "Walk down an arena by the PUCT rule with virtual loss (see dlzero.search.arena.Arena.descend)."},
     {"arena_expand", (PyCFunction)(void (*)(void))arena_expand, METH_FASTCALL,
      "Attach moves and priors to a node of an arena (see dlzero.search.arena.Arena.expand)."},
+    {"arena_settle", (PyCFunction)(void (*)(void))arena_settle, METH_FASTCALL,
+     "A leaf's network result: not pending, its value, its moves and priors, the backup (see Arena.settle)."},
     {"arena_backup", (PyCFunction)(void (*)(void))arena_backup, METH_FASTCALL,
      "Add a leaf's value up its path in an arena (see dlzero.search.arena.Arena.backup)."},
     {"arena_subtree_size", (PyCFunction)(void (*)(void))arena_subtree_size, METH_FASTCALL,

@@ -405,17 +405,23 @@ class Search:
         self.stats.evaluations += len(leaves)
         self.stats.batches += 1
         priors = split_rows(flat, [leaf.labels for leaf in leaves])
+        correction = 1.0 - self.cfg.virtual_loss
         for j, leaf in enumerate(leaves):
             prior = priors[j]
             value = (float(values[j]) + 1.0) * 0.5
-            node, arena = leaf.node, leaf.tree.arena
-            arena.set_pending(node, False)
-            leaf.tree.inflight -= 1
-            arena.set_nn_value(node, value)  # before `_expand`: a Gumbel root needs it
-            self._expand(leaf.tree, node, leaf.moves, prior)
+            tree, node = leaf.tree, leaf.node
+            tree.inflight -= 1
             if leaf.key is not None:
                 self.cache.put(leaf.key, prior, value, self.cfg.nn_cache_size)
-            self._backup(leaf.tree, leaf.path, node, value)
+            if node != tree.root_index:  # pending off, value, expansion and backup in one call
+                tree.arena.settle(node, leaf.moves, prior, value, leaf.path, correction)
+                tree.playouts_done += 1
+                self.stats.playouts += 1
+                continue
+            tree.arena.set_pending(node, False)
+            tree.arena.set_nn_value(node, value)  # before `_expand`: a Gumbel root needs it
+            self._expand(tree, node, leaf.moves, prior)  # the root's noise or Gumbel root begins here
+            self._backup(tree, leaf.path, node, value)
 
     def close(self) -> None:
         """Stop the helper thread (a Search is reusable until closed)."""
