@@ -722,46 +722,61 @@ static void write_edges(Arena *a, Py_ssize_t n_edges, Py_ssize_t node, const Py_
     a->node[node].count = (int16_t)k;
 }
 
+/* Arguments 2-5 of arena_expand and arena_settle: n_edges, node, moves (int64) and prior (float32), any strides.
+ * 0 with both buffers held (the caller releases them), or -1 with an error set and none held. */
+static int get_expansion(PyObject *const *args, const char *fn, Py_ssize_t *n_edges, Py_ssize_t *node, Py_buffer *mv,
+                         Py_buffer *pv) {
+    static const char *const int64_formats[] = {"l", "q", "<l", "<q", "=l", "=q", NULL};
+    static const char *const float32_formats[] = {"f", "<f", "=f", NULL};
+    if (get_index(args[2], n_edges, fn, "n_edges") < 0 || get_index(args[3], node, fn, "node") < 0) {
+        return -1;
+    }
+    if (get_strided(args[4], mv, 8, int64_formats, fn, "moves", "int64") < 0) {
+        return -1;
+    }
+    if (get_strided(args[5], pv, 4, float32_formats, fn, "prior", "float32") < 0) {
+        PyBuffer_Release(mv);
+        return -1;
+    }
+    return 0;
+}
+
+/* An expansion fits: as many priors as moves, a count a node holds, room in the edge array, an existing node. 0, or
+ * -1 with an error set. */
+static int check_expansion(const Arena *a, const Py_buffer *mv, const Py_buffer *pv, Py_ssize_t n_edges,
+                           Py_ssize_t node, const char *fn) {
+    const Py_ssize_t k = mv->shape[0];
+    if (pv->shape[0] != k) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd moves but %zd priors", fn, k, pv->shape[0]);
+    } else if (k > INT16_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd moves do not fit a node's edge count", fn, k);
+    } else if (n_edges < 0 || n_edges + k > a->e_len || n_edges + k > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd edges from %zd do not fit %zd records", fn, k, n_edges, a->e_len);
+    } else {
+        return check_node(node, a->n_len, fn, "node");
+    }
+    return -1;
+}
+
 /* Arena.expand: node `node`'s edges are the next len(moves) records from `n_edges` on (move, prior, no child);
  * returns the new edge count. Checked before anything is written: the room, the node, the lengths. */
 static PyObject *arena_expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     static const char fn[] = "arena_expand";
-    static const char *const int64_formats[] = {"l", "q", "<l", "<q", "=l", "=q", NULL};
-    static const char *const float32_formats[] = {"f", "<f", "=f", NULL};
-    if (want_args(nargs, 6, fn) < 0) {
-        return NULL;
-    }
     Py_ssize_t n_edges, node;
-    if (get_index(args[2], &n_edges, fn, "n_edges") < 0 || get_index(args[3], &node, fn, "node") < 0) {
-        return NULL;
-    }
     Py_buffer mv, pv;
-    if (get_strided(args[4], &mv, 8, int64_formats, fn, "moves", "int64") < 0) {
-        return NULL;
-    }
-    if (get_strided(args[5], &pv, 4, float32_formats, fn, "prior", "float32") < 0) {
-        PyBuffer_Release(&mv);
+    if (want_args(nargs, 6, fn) < 0 || get_expansion(args, fn, &n_edges, &node, &mv, &pv) < 0) {
         return NULL;
     }
     Arena a;
     PyObject *result = NULL;
-    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
-        goto release;
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") == 0) {
+        if (check_expansion(&a, &mv, &pv, n_edges, node, fn) == 0) {
+            write_edges(&a, n_edges, node, &mv, &pv);
+            result = PyLong_FromSsize_t(n_edges + mv.shape[0]);
+        }
+        arena_release(&a);
     }
-    const Py_ssize_t k = mv.shape[0];
-    if (pv.shape[0] != k) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd moves but %zd priors", fn, k, pv.shape[0]);
-    } else if (k > INT16_MAX) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd moves do not fit a node's edge count", fn, k);
-    } else if (n_edges < 0 || n_edges + k > a.e_len || n_edges + k > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd edges from %zd do not fit %zd records", fn, k, n_edges, a.e_len);
-    } else if (check_node(node, a.n_len, fn, "node") == 0) {
-        write_edges(&a, n_edges, node, &mv, &pv);
-        result = PyLong_FromSsize_t(n_edges + k);
-    }
-    arena_release(&a);
-release:
     PyBuffer_Release(&mv);
     PyBuffer_Release(&pv);
     return result;
@@ -772,58 +787,37 @@ release:
 static PyObject *arena_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     static const char fn[] = "arena_settle";
-    static const char *const int64_formats[] = {"l", "q", "<l", "<q", "=l", "=q", NULL};
-    static const char *const float32_formats[] = {"f", "<f", "=f", NULL};
     if (want_args(nargs, 9, fn) < 0) {
-        return NULL;
-    }
-    Py_ssize_t n_edges, node;
-    if (get_index(args[2], &n_edges, fn, "n_edges") < 0 || get_index(args[3], &node, fn, "node") < 0) {
         return NULL;
     }
     const double value = PyFloat_AsDouble(args[6]);
     const double correction = PyFloat_AsDouble(args[8]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
+    Py_ssize_t n_edges, node;
     Py_buffer mv, pv;
-    if (get_strided(args[4], &mv, 8, int64_formats, fn, "moves", "int64") < 0) {
-        return NULL;
-    }
-    if (get_strided(args[5], &pv, 4, float32_formats, fn, "prior", "float32") < 0) {
-        PyBuffer_Release(&mv);
+    if (PyErr_Occurred() || get_expansion(args, fn, &n_edges, &node, &mv, &pv) < 0) {
         return NULL;
     }
     Arena a;
     PyObject *result = NULL;
-    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") < 0) {
-        goto release;
-    }
-    const Py_ssize_t k = mv.shape[0];
-    Py_ssize_t stack[256], levels;
-    Py_ssize_t *pairs = NULL;
-    if (pv.shape[0] != k) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd moves but %zd priors", fn, k, pv.shape[0]);
-    } else if (k > INT16_MAX) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd moves do not fit a node's edge count", fn, k);
-    } else if (n_edges < 0 || n_edges + k > a.e_len || n_edges + k > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd edges from %zd do not fit %zd records", fn, k, n_edges, a.e_len);
-    } else if (check_node(node, a.n_len, fn, "node") == 0) {
-        pairs = backup_pairs(&a, args[7], node, stack, &levels, fn);
-    }
-    if (pairs != NULL) {
-        ANode *nd = &a.node[node];
-        nd->pending = 0;
-        nd->nn_value = value;
-        write_edges(&a, n_edges, node, &mv, &pv);
-        backup_apply(&a, pairs, levels, node, value, correction);
-        if (pairs != stack) {
-            PyMem_Free(pairs);
+    if (arena_get(&a, args[0], args[1], fn, "nodes", "edges") == 0) {
+        Py_ssize_t stack[256], levels;
+        Py_ssize_t *pairs = NULL;
+        if (check_expansion(&a, &mv, &pv, n_edges, node, fn) == 0) {
+            pairs = backup_pairs(&a, args[7], node, stack, &levels, fn);
         }
-        result = PyLong_FromSsize_t(n_edges + k);
+        if (pairs != NULL) {
+            ANode *nd = &a.node[node];
+            nd->pending = 0;
+            nd->nn_value = value;
+            write_edges(&a, n_edges, node, &mv, &pv);
+            backup_apply(&a, pairs, levels, node, value, correction);
+            if (pairs != stack) {
+                PyMem_Free(pairs);
+            }
+            result = PyLong_FromSsize_t(n_edges + mv.shape[0]);
+        }
+        arena_release(&a);
     }
-    arena_release(&a);
-release:
     PyBuffer_Release(&mv);
     PyBuffer_Release(&pv);
     return result;
