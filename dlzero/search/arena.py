@@ -120,6 +120,14 @@ class Arena:
         if self.n_edges + edges > len(self.edges):
             self.edges = _grown(self.edges, self.n_edges, self.n_edges + edges)
 
+    def _edge_room(self, moves: np.ndarray, prior: np.ndarray) -> bool:
+        """Room for len(moves) more edges (growing by half again); True when the compiled expansion takes these
+        arrays (int64 moves, float32 priors: what the search passes), False for the numpy path."""
+        k = len(moves)
+        if self.n_edges + k > len(self.edges):
+            self.edges = _grown(self.edges, self.n_edges, self.n_edges + k)
+        return self.compiled and moves.dtype == np.int64 and prior.dtype == np.float32
+
     def new_node(self) -> int:
         """A fresh node's index."""
         self._reserve(1, 0)
@@ -137,13 +145,11 @@ class Arena:
 
     def expand(self, i: int, moves: np.ndarray, prior: np.ndarray) -> None:
         """Attach the legal moves and their priors to node `i`; their statistics start at zero."""
-        k = len(moves)
-        if self.n_edges + k > len(self.edges):
-            self.edges = _grown(self.edges, self.n_edges, self.n_edges + k)
-        if self.compiled and moves.dtype == np.int64 and prior.dtype == np.float32:
+        if self._edge_room(moves, prior):
             # numpy's three field writes and two node fields cost ~3.5 us, a third of a null-network simulation
             self.n_edges = _c.arena_expand(self.nodes, self.edges, self.n_edges, i, moves, prior)
             return
+        k = len(moves)
         first = self.n_edges
         block = self.edges[first:first + k]
         block["move"] = moves
@@ -158,10 +164,7 @@ class Arena:
         """A leaf's network result at once, as `set_pending(i, False)`, `set_nn_value(i, value)`, `expand(i, moves,
         prior)` and `backup(path, i, value, correction)` write it: one compiled call for the search's every new leaf
         (those four in Python cost ~1 us more a simulation)."""
-        k = len(moves)
-        if self.n_edges + k > len(self.edges):
-            self.edges = _grown(self.edges, self.n_edges, self.n_edges + k)
-        if self.compiled and moves.dtype == np.int64 and prior.dtype == np.float32:
+        if self._edge_room(moves, prior):
             self.n_edges = _c.arena_settle(self.nodes, self.edges, self.n_edges, i, moves, prior, float(value), path,
                                            float(correction))
             return
