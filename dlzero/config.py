@@ -167,7 +167,8 @@ class ModelConfig:
 @dataclass
 class QuantizeConfig:
     """int8 models (`inference.precision: int8`): calibration and the gate they must pass (the search gate in
-    `dlzero export --int8`, the raw gate where the loop and the loader make them: dlzero.model.quantize)."""
+    `dlzero export --int8`, the loop and `dlzero selfplay`, the raw gate where the loader makes them on its own:
+    dlzero.model.quantize)."""
 
     calibration: str = _field("auto", _one_of("auto", "minmax", "percentile", "entropy"),
                               "how activation ranges are chosen; auto: try all, keep the most accurate")
@@ -179,9 +180,9 @@ class QuantizeConfig:
     shards: int = _field(16, _positive, "newest self-play shards of the run to draw positions from")
     data: str = _field("", None, "positions when the model is not in a run: hcpe3/hcpe file, shard folder or "
                        "record (CSA/KIF) folder; empty: positions from random games")
-    min_top1: float = _field(0.99, _unit, "raw gate (int8 files the loop and the loader make): least policy "
-                             "top-1 agreement (legal moves) with fp32; dlzero export --int8 prints it beside the "
-                             "search gate, which decides there")
+    min_top1: float = _field(0.99, _unit, "raw gate (int8 files the loader makes on its own): least policy "
+                             "top-1 agreement (legal moves) with fp32; where the search gate decides (export, loop, "
+                             "selfplay) it is printed beside")
     max_value_error: float = _field(0.01, _non_negative, "raw gate: largest mean |value difference| from fp32")
     # The search gate (dlzero export --int8; dlzero.engine.int8_gate, docs/int8.md for the figures these rest on)
     gate_positions: int = _field(256, _positive, "search gate: held-out positions searched with fp32 and with "

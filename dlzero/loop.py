@@ -110,13 +110,13 @@ def gate_due(mode: str, generation: int) -> bool:
 
 def run_loop(rd: RunDir, cfg: Config, generations: int, progress: bool = True) -> None:
     """Run `generations` more iterations (each: self-play, train a candidate, gate it)."""
-    from dlzero.inference.int8 import prepare_int8
+    from dlzero.engine.int8_gate import prepare_searched_int8
     from dlzero.selfplay.bootstrap import ensure_best_model
 
     ensure_best_model(rd, cfg, cfg.train.seed)
     timeline = Timeline(rd.timeline_csv)
     with timeline.phase("calibrate", rd.best().generation):
-        prepare_int8(rd.best_model_path(), cfg.inference)  # once here, not in every worker or gate side
+        prepare_searched_int8(rd.best_model_path(), cfg)  # once here, not in every worker or gate side
     if cfg.loop.mode == "async":
         _run_async(rd, cfg, generations, timeline, progress)
     else:
@@ -144,9 +144,9 @@ def _run_sequential(rd: RunDir, cfg: Config, generations: int, timeline: Timelin
 def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeline, t0: float,
                      progress: bool) -> LoopState:
     """The phases after self-play, from `state.phase` on; returns the next iteration's state."""
+    from dlzero.engine.int8_gate import prepare_searched_int8
     from dlzero.gating.promotion import finish_interrupted_gate, gate_and_promote
     from dlzero.gating.rating import promoted_generations, rate
-    from dlzero.inference.int8 import prepare_int8
     from dlzero.progress.plots import plot_progress
     from dlzero.train.generation import train_generation
 
@@ -161,7 +161,7 @@ def _train_gate_rate(rd: RunDir, cfg: Config, state: LoopState, timeline: Timeli
             result = train_generation(rd, cfg, progress=progress)
         state.candidate = result.generation
         with timeline.phase("calibrate", result.generation):
-            prepare_int8(rd.model_path(result.generation), cfg.inference)
+            prepare_searched_int8(rd.model_path(result.generation), cfg)
         state.phase = "gate"
         state.save(rd)
     if state.phase == "gate":

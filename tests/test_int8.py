@@ -224,6 +224,26 @@ def test_metadata_round_trip_and_on_demand_freshness(model_file, caplog):
     assert target.stat().st_mtime >= model_file.stat().st_mtime  # remade
 
 
+def test_a_raw_gate_file_is_remade_when_the_search_gate_is_given(model_file):
+    """The loader's raw-gate file must not stand in for the search gate's (the loop and self-play give one):
+    the raw gate rejects int8 where the search gate passes it, so the network would play fp32 for nothing."""
+    from dlzero.engine.int8_gate import SearchJudge
+
+    target = int8_path(model_file)
+    ensure_int8(model_file, SEARCHED)
+    raw = stored_report(target)
+    assert raw.gate == "raw" and raw.play is None
+    stamp = target.stat().st_mtime_ns
+    ensure_int8(model_file, SEARCHED, SearchJudge(SearchConfig(), SEARCHED))
+    searched = stored_report(target)
+    assert searched.gate == "search" and searched.play.positions == SEARCHED.gate_positions
+    assert target.stat().st_mtime_ns != stamp
+    stamp = target.stat().st_mtime_ns
+    ensure_int8(model_file, SEARCHED)  # a raw caller takes the search gate's file as it is
+    ensure_int8(model_file, SEARCHED, SearchJudge(SearchConfig(), SEARCHED))  # and so does the next judge
+    assert target.stat().st_mtime_ns == stamp and stored_report(target).gate == "search"
+
+
 def test_loader_uses_int8_or_its_fp32_fallback(model_file, positions, caplog):
     cfg = InferenceConfig(backend="auto", device="cpu", precision="int8", quantize=FAST)
     ev = load_model(model_file, cfg)
@@ -392,4 +412,5 @@ def test_selfplay_command_plays_with_the_int8_model(tmp_path):
     rd = RunDir.open(run)
     report = stored_report(rd.models_dir / "gen-0000.int8.onnx")  # made once, before the workers started
     assert report is not None and report.settings["calibration"] == "minmax"
+    assert report.gate == "search" and report.play is not None  # judged by what its search plays, as export does
     assert sum(len(read_hcpe3(p)) for p in rd.shards()) == 2

@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
     if rd.best() is None:  # a new run: generation 0 and best.json belong to the trainer's and the gate's parts
         _first_model(rd, cfg, args.seed)
-    from dlzero.inference.int8 import prepare_int8
+    from dlzero.engine.int8_gate import prepare_searched_int8
 
-    prepare_int8(rd.best_model_path(), cfg.inference)  # once here, not in every worker
+    prepare_searched_int8(rd.best_model_path(), cfg)  # once here, not in every worker
     s = run_selfplay(rd, cfg, games, cfg.selfplay.workers, progress=not args.quiet, seed=args.seed)
     split = f"black {s.black_wins}, white {s.white_wins}, draw {s.draws}"
     print(f"{s.games} games, {s.positions:,} positions ({s.targets:,} with visit counts) "

@@ -22,11 +22,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import cshogi
 import numpy as np
 
-from dlzero.config import InferenceConfig, QuantizeConfig, SearchConfig
+from dlzero.config import Config, InferenceConfig, QuantizeConfig, SearchConfig
+from dlzero.inference.int8 import prepare_int8
 from dlzero.inference.onnx_backend import OnnxEvaluator
 from dlzero.model.calibration import CalibrationSet
 from dlzero.model.quantize import PlayFigures
@@ -100,3 +102,9 @@ class SearchJudge:
         finally:
             search.close()
             evaluator.close()
+
+
+def prepare_searched_int8(model: str | Path, cfg: Config) -> Path | None:
+    """`prepare_int8` judged by the search gate: the int8 file the loop and self-play play with, made as
+    `dlzero export --int8` makes it (None unless `inference.precision` is int8)."""
+    return prepare_int8(model, cfg.inference, SearchJudge(cfg.search, cfg.inference.quantize))

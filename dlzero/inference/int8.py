@@ -2,8 +2,12 @@
 
 `prepare_int8` is where that setting becomes a file: the loop calls it after training, self-play
 before its workers start, and the loader whenever it loads a model, so a model is quantized once
-and every later load finds the file ready. (The benchmark's int8 rows measure speed, so
-`ungated_int8` quantizes with the gate's first recipe whatever its accuracy, in memory.)
+and every later load finds the file ready. The loop and self-play pass the search gate's `Judge`
+(`dlzero.engine.int8_gate`, which lives above this layer), so the networks they play with are judged
+by what their search plays, as `dlzero export --int8` judges them; the loader, given none, judges by
+the raw figures, and a file the raw gate made is made again the next time a judge is given.
+(The benchmark's int8 rows measure speed, so `ungated_int8` quantizes with the gate's first recipe
+whatever its accuracy, in memory.)
 
 `X.pt` or `X.onnx` has its int8 model at `X.int8.onnx` in the same folder. The file always runs:
 it holds the quantized graph when the accuracy gate accepted it, else the fp32 graph, and its
@@ -113,15 +117,18 @@ def stored_report(path: str | Path) -> QuantReport | None:
     return read_report({p.key: p.value for p in proto.metadata_props})
 
 
-def _is_fresh(model: Path, target: Path, cfg: QuantizeConfig) -> bool:
+def _is_fresh(model: Path, target: Path, cfg: QuantizeConfig, searched: bool) -> bool:
+    """Whether `target` is `model`'s int8 file as these settings make it; with `searched`, only a file the
+    search gate decided counts (a raw-gate file may have fallen back to fp32 where the search gate passes)."""
     if not target.is_file() or target.stat().st_mtime < model.stat().st_mtime:
         return False
     report = stored_report(target)
-    return report is not None and report.settings == asdict(cfg)
+    return report is not None and report.settings == asdict(cfg) and (not searched or report.gate == "search")
 
 
-def ensure_int8(model: str | Path, cfg: QuantizeConfig) -> Path:
-    """The int8 model of `model`, made now if it is missing or stale."""
+def ensure_int8(model: str | Path, cfg: QuantizeConfig, judge: Judge | None = None) -> Path:
+    """The int8 model of `model`, made now (gated by `judge`, else by the raw figures) if it is missing or
+    stale."""
     p = Path(model)
     target = int8_path(p)
     if target == p:  # an int8 file given directly: use it as it is
@@ -129,19 +136,20 @@ def ensure_int8(model: str | Path, cfg: QuantizeConfig) -> Path:
             raise ModelFileError(f"{p}: named like an int8 model but has no '{QUANT_KEY}' metadata; "
                                  "make it with `dlzero export --int8`")
         return p
-    if not _is_fresh(p, target, cfg):
-        make_int8(p, cfg)
+    if not _is_fresh(p, target, cfg, searched=judge is not None):
+        make_int8(p, cfg, judge=judge)
     return target
 
 
-def prepare_int8(model: str | Path, cfg: InferenceConfig) -> Path | None:
+def prepare_int8(model: str | Path, cfg: InferenceConfig, judge: Judge | None = None) -> Path | None:
     """With `inference.precision: int8`, the int8 file that runs for `model`, made now when it is missing or
-    stale; None at any other precision. The one place that turns the setting into a file (module docstring)."""
+    stale (gated by `judge` when given); None at any other precision. The one place that turns the setting
+    into a file (module docstring)."""
     if cfg.precision != "int8":
         return None
     if cfg.backend == "torch":
         raise BackendError("precision int8 runs on onnxruntime: use backend onnx (or auto), not torch")
-    return ensure_int8(model, cfg.quantize)
+    return ensure_int8(model, cfg.quantize, judge)
 
 
 def load_int8(path: Path, cfg: InferenceConfig):

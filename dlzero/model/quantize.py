@@ -5,14 +5,14 @@ the small nets about three times faster than fp32. Quantization is worth it only
 still plays the same moves, so every attempt is measured on held-out positions against the fp32
 model. Two gates, one of which decides:
 
-- the search gate, when a `Judge` is given (`dlzero export --int8` gives
+- the search gate, when a `Judge` is given (`dlzero export --int8`, the loop and `dlzero selfplay` give
   `dlzero.engine.int8_gate.SearchJudge`; the search lives above this layer): the positions are
   searched with fp32 and with the candidate, and the candidate passes when the move its search
   plays is one fp32's search would also play (`min_play_agreement`) and its root win rate is
   close (`max_winrate_error`). This is what matters: a trained network's raw policy has near-ties
   (two moves a search weighs alike) whose argmax any rounding flips, yet the search plays the
   same move or one fp32's search rated as high;
-- the raw gate otherwise (the int8 files the loop and the loader make on their own): policy
+- the raw gate otherwise (the int8 files the loader makes on its own): policy
   top-1 agreement over the legal moves (`min_top1`) and mean |value difference|
   (`max_value_error`). Its figures are measured and stored in both cases.
 
