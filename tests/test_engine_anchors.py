@@ -38,6 +38,7 @@ pid_file = os.environ.get("FAKE_USI_PID_FILE")
 if pid_file:
     with open(pid_file, "a") as fh:
         fh.write(f"{{os.getpid()}}\\n")
+go_log = os.environ.get("FAKE_USI_GO_LOG")  # each search's pid, start and end (monotonic), for overlap checks
 options = {{"Pick": "first", "CrashAfter": "0", "DelayMs": "0"}}
 board, moves_made = cshogi.Board(), 0
 for line in sys.stdin:
@@ -66,7 +67,11 @@ for line in sys.stdin:
         if int(options["CrashAfter"]) and moves_made > int(options["CrashAfter"]):
             print("fake engine: crashing on purpose", file=sys.stderr, flush=True)
             sys.exit(3)
+        began = time.monotonic()
         time.sleep(int(options["DelayMs"]) / 1000)
+        if go_log:
+            with open(go_log, "a") as fh:
+                fh.write(f"{{os.getpid()}} {{began}} {{time.monotonic()}}\\n")
         legal = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)
         if not legal:
             print("bestmove resign", flush=True)
@@ -262,6 +267,51 @@ def test_ctrl_c_during_a_rating_closes_the_engine(fake_engine, tmp_path):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid), err
+
+
+def test_engine_games_run_at_once_each_with_processes_of_its_own(fake_engine, tmp_path, monkeypatch):
+    """Two outside engines with parallel 2: two threads, a process of each engine per thread, searches that
+    overlap in time, and the very games (openings, colours, moves, results) that one game at a time plays."""
+    path, pids = fake_engine
+    go_log = tmp_path / "go.log"
+    monkeypatch.setenv("FAKE_USI_GO_LOG", str(go_log))
+    cfg = load_config(None, ["gate.max_moves=40"])
+
+    def match(parallel: int):
+        first = engine_anchor(f"usi:'{path}';Pick=first;DelayMs=30;depth=1")
+        last = engine_anchor(f"usi:'{path}';Pick=last;DelayMs=30;depth=1")
+        try:
+            return play_match(first, last, 4, cfg, parallel=parallel, names=("first", "last"), seed=3)
+        finally:
+            first.close()
+            last.close()
+
+    one = match(1)
+    assert len(_pids(pids)) == 2  # one game at a time: a process an engine
+    go_log.unlink()
+    both = match(2)
+    started = _pids(pids)[2:]
+    assert len(started) == 4 and not any(_alive(p) for p in started)  # a process an engine a thread, all closed
+    key = lambda r: [(g.index, g.a_is_black, g.start_sfen, g.moves, g.winner, g.reason)  # noqa: E731
+                     for g in sorted(r.games, key=lambda g: g.index)]
+    assert key(both) == key(one) and (both.wins, both.draws, both.losses) == (one.wins, one.draws, one.losses)
+    searches = [(int(p), float(a), float(b)) for p, a, b in (line.split() for line in go_log.read_text().splitlines())]
+    overlapping = sum(1 for p, a, b in searches for q, c, d in searches if p < q and a < d and c < b)
+    assert overlapping > 0, "no two searches of different processes ran at the same time"
+
+
+def test_an_engine_that_dies_in_one_thread_ends_the_match_with_its_error(fake_engine, tmp_path):
+    path, pids = fake_engine
+    cfg = load_config(None, ["gate.max_moves=200"])
+    crashing = engine_anchor(f"usi:'{path}';CrashAfter=5;DelayMs=20;depth=1")
+    steady = engine_anchor(f"usi:'{path}';Pick=last;DelayMs=20;depth=1")
+    try:
+        with pytest.raises(UsiClientError, match="crashing on purpose"):
+            play_match(crashing, steady, 8, cfg, parallel=2, names=("crashing", "steady"))
+    finally:
+        crashing.close()
+        steady.close()
+    assert len(_pids(pids)) == 4 and not any(_alive(p) for p in _pids(pids))
 
 
 def test_missing_engine_program_fails_before_any_game(monkeypatch):

@@ -106,3 +106,18 @@ def test_miniosl_anchor_plays_the_model_file_it_names(tmp_path):
     assert named.choose(games) == default.choose(games)  # the same network in another file plays the same
     with pytest.raises(MinioslError, match="no ONNX model file at .*missing.onnx$"):
         builtin_chooser(f"miniosl:sample=0:model={tmp_path / 'missing.onnx'}")
+
+
+def test_a_replica_plays_at_once_with_the_same_network_and_draws_of_its_own():
+    """Games at once (`play_concurrently`): a replica shares the network (no second copy in memory), plays
+    its own move exactly as the original does, and samples from a seed of its own (slot 0: the player)."""
+    network = UniformNetwork()
+    player = MinioslPlayer(network, "m", sample_plies=1, seed=4)
+    assert player.replica(0) is player
+    other = player.replica(1)
+    assert other.network is network and other.name == "m" and other.sample_plies == 1 and other.seed != player.seed
+    draws = {name: [p.choose([Game(parse_position("startpos"))])[0] for _ in range(6)]
+             for name, p in (("player", MinioslPlayer(network, "m", 1, seed=4)), ("replica", other))}
+    assert draws["player"] != draws["replica"]  # 6 draws from 30 moves each: the same six only by a seed shared
+    game = Game(parse_position("startpos moves 7g7f"))
+    assert other.choose([game]) == player.choose([game])  # past the sampled plies: the network's own move

@@ -38,7 +38,17 @@ from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
 from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
-from dlzero.play import RANDOM, Game, MoveChooser, RandomMover, SearchPlayer, play_lockstep, play_rules
+from dlzero.play import (
+    RANDOM,
+    Game,
+    MoveChooser,
+    RandomMover,
+    SearchPlayer,
+    concurrent_slots,
+    play_concurrently,
+    play_lockstep,
+    play_rules,
+)
 from dlzero.play.openings import load_openings, match_starts
 from dlzero.position import start_position
 from dlzero.runfiles import RATINGS_COLUMNS
@@ -166,7 +176,10 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                names: tuple[str, str] = ("A", "B"),
                on_game: Callable[[MatchRecord, MatchResult], None] | None = None,
                opening_offset: int = 0) -> MatchResult:
-    """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time.
+    """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time: in lockstep
+    (a searching side's games share its network calls), or, when both sides are outside engines or
+    miniosl's network, each game in a thread of its own with engine processes of its own
+    (`dlzero.play.driver`), so that games between engines really run at once.
 
     Search settings come from `cfg.search` with `cfg.gate.max_moves` as the move cap and
     `cfg.gate.leaves_per_tree` leaves per tree and network call (as self-play searches, however many
@@ -238,9 +251,17 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
         if on_game:
             on_game(second, result)
 
-    play_lockstep(players, start, finish, play_rules(gate.max_moves, cfg.search.entering_king_rule),
-                  parallel=parallel or gate.games_in_parallel, reuse_trees=search_cfg.reuse_tree,
-                  should_stop=lambda _steps: result.decision != "continue")
+    rules = play_rules(gate.max_moves, cfg.search.entering_king_rule)
+    parallel = parallel or gate.games_in_parallel
+
+    def stop(_steps: int) -> bool:
+        return result.decision != "continue"
+
+    if (slots := concurrent_slots(players, parallel)) is not None:  # engines: a process a game, games at once
+        play_concurrently(slots, start, finish, rules, reuse_trees=search_cfg.reuse_tree, should_stop=stop)
+    else:
+        play_lockstep(players, start, finish, rules, parallel=parallel, reuse_trees=search_cfg.reuse_tree,
+                      should_stop=stop)
     return result
 
 

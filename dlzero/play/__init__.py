@@ -3,7 +3,8 @@
 
 - `game`: a game in progress, the `MoveChooser` protocol every player follows, the rules profile
   (`play_rules`) and the one way a move is played (`play_move`);
-- `driver`: many games in lockstep (`play_lockstep`), each player moving in all its games at once;
+- `driver`: many games in lockstep (`play_lockstep`), each player moving in all its games at once, or
+  on threads of their own for players that think one position at a time (`play_concurrently`);
 - `players`: the search over a network (`SearchPlayer`), the random mover (`RandomMover`) and miniosl's
   network without search (`MinioslPlayer`, the optional `teacher` extra);
 - `alphabeta`: the classical alpha-beta anchor (`AlphaBeta`, `alphabeta:N`);
@@ -18,11 +19,11 @@ What is not play stays with its stage: training targets, resignation and playout
 (`dlzero.selfplay.games`); promotion, SPRT, ratings and the Elo fit in `dlzero.gating`.
 """
 
-from dlzero.play.driver import Played, play_lockstep
+from dlzero.play.driver import Played, concurrent_slots, play_concurrently, play_lockstep
 from dlzero.play.game import END_RESIGN, Game, MoveChooser, play_move, play_rules
 from dlzero.play.players import RANDOM, RandomMover, SearchPlayer
 
 __all__ = [
-    "END_RESIGN", "RANDOM", "Game", "MoveChooser", "Played", "RandomMover", "SearchPlayer", "play_lockstep",
-    "play_move", "play_rules",
+    "END_RESIGN", "RANDOM", "Game", "MoveChooser", "Played", "RandomMover", "SearchPlayer", "concurrent_slots",
+    "play_concurrently", "play_lockstep", "play_move", "play_rules",
 ]

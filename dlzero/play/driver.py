@@ -9,13 +9,20 @@ over, and after each step every game is settled again, so that a game the last m
 returned as unfinished. A move of None resigns (unless the player has set the game's end itself).
 Finished games are handed to `on_end` and a new game from `start` takes their slot, until `start` has
 no more or `should_stop` says so; games still running then are returned unfinished.
+
+Players that think about one position at a time (outside USI engines, miniosl's network) gain
+nothing from a batch: in lockstep each waits for the other, so two engines on two cores play one
+game at a time. `play_concurrently` gives each of `parallel` threads its own players (another engine
+process each: `Replicable`) and one game at a time, so that many games really run at once.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from dlzero.game_end import GameRules, Verdict, game_end
 from dlzero.play.game import END_RESIGN, Game, MoveChooser, play_move
@@ -68,6 +75,67 @@ def play_lockstep(players: Sequence[MoveChooser], start: Callable[[], G | None],
                 games[i] = _started(start, len(players))
         games = [g for g in games if g is not None]
     return Played(steps, games)
+
+
+@runtime_checkable
+class Replicable(Protocol):
+    """A player that can play another game at the same time: `replica(slot)` is a player of its own for the
+    games of thread `slot` (slot 0: the player itself), alike in every setting (another process of the
+    same engine, the same network with a seed of its own); the original's `close` ends them all."""
+
+    def replica(self, slot: int) -> MoveChooser: ...
+
+
+def concurrent_slots(players: Sequence[MoveChooser], parallel: int) -> list[list[MoveChooser]] | None:
+    """Each thread's players for `play_concurrently` when every player is `Replicable` and more than one
+    game may run; else None (lockstep: a searching player batches its games into one network call)."""
+    if parallel < 2 or not all(isinstance(p, Replicable) for p in players):
+        return None
+    return [[p.replica(slot) for p in players] for slot in range(parallel)]  # type: ignore[union-attr]
+
+
+def play_concurrently(slots: Sequence[Sequence[MoveChooser]], start: Callable[[], G | None],
+                      on_end: Callable[[G], None], rules: GameRules, *, reuse_trees: bool,
+                      should_stop: Callable[[int], bool] | None = None) -> int:
+    """Play games from `start()` on one thread per slot, each playing one game at a time with that slot's
+    players, until `start` has no more or `should_stop` says so; returns the steps played. `start`,
+    `on_end` and `should_stop` are called under one lock, so callers keep them as they are for
+    `play_lockstep`. When a thread fails, the others stop at their next move and the first error is
+    raised (games in progress then are dropped, as `should_stop` drops them)."""
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def locked_start() -> G | None:
+        with lock:
+            return None if failed.is_set() else start()
+
+    def locked_end(game: G) -> None:
+        with lock:
+            on_end(game)
+
+    def stop(steps: int) -> bool:
+        if failed.is_set():
+            return True
+        with lock:
+            return should_stop is not None and should_stop(steps)
+
+    def run(players: Sequence[MoveChooser]) -> int:
+        try:
+            return play_lockstep(players, locked_start, locked_end, rules, parallel=1, reuse_trees=reuse_trees,
+                                 should_stop=stop).steps
+        except BaseException:
+            failed.set()
+            raise
+
+    pool = ThreadPoolExecutor(len(slots), thread_name_prefix="game")
+    try:
+        futures = [pool.submit(run, players) for players in slots]
+        return sum(f.result() for f in futures)
+    except BaseException:
+        failed.set()  # Ctrl-C here: the threads stop at their next move (closing the engines ends a move early)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _started(start: Callable[[], G | None], players: int) -> G | None:

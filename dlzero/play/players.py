@@ -47,8 +47,13 @@ class MinioslPlayer:
     network's own move (its most probable). The network sees each game's whole history."""
 
     def __init__(self, network: MinioslNetwork, name: str, sample_plies: int = 0, seed: int = 0) -> None:
-        self.network, self.name, self.sample_plies = network, name, sample_plies
+        self.network, self.name, self.sample_plies, self.seed = network, name, sample_plies, seed
         self._rng = np.random.default_rng(seed)
+
+    def replica(self, slot: int) -> MinioslPlayer:
+        """The player of concurrent game slot `slot` (`dlzero.play.driver.Replicable`): the same network (an
+        onnxruntime session serves threads at once) with its own draws, seeded by the slot."""
+        return self if slot == 0 else MinioslPlayer(self.network, self.name, self.sample_plies, self.seed + 7919 * slot)
 
     def choose(self, games: Sequence[Game]) -> list[int | None]:
         out: list[int | None] = []

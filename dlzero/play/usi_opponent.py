@@ -2,7 +2,9 @@
 `fairy-stockfish:skill=0:byoyomi=100`, `usi:PATH:...`) or `dlzero rate --engine NAME=COMMAND`.
 
 The process (`dlzero.play.usi_client.UsiClient`) is started on the first move it is asked for and
-kept alive across all the games of a rating session; it is told `usinewgame` once. The games of a
+kept alive across all the games of a rating session; it is told `usinewgame` once. Games played at
+once (`dlzero.play.driver.play_concurrently`) each get a process of their own (`replica`), started
+alike and kept as long as the first. The games of a
 pairing run interleaved (the arena plays them in lockstep), so there is no single "next game" to
 announce; every `position` carries the game's start and its full move list, so no state of another
 game can reach a move except through the engine's hash table. A reply `bestmove resign`, `bestmove
@@ -35,7 +37,19 @@ class UsiOpponent:
                  timeout_s: float = 120.0, options: Mapping[str, object] | None = None) -> None:
         self.name = name
         self.go = go
+        self._spec = (command, timeout_s, options)
         self.engine = UsiClient(command, name=name, options=options, timeout_s=timeout_s)
+        self._replicas: dict[int, UsiOpponent] = {}
+
+    def replica(self, slot: int) -> UsiOpponent:
+        """The player of concurrent game slot `slot` (`dlzero.play.driver.Replicable`): this one for slot 0,
+        else another process of the same engine with the same options and limits, made once and kept."""
+        if slot == 0:
+            return self
+        if slot not in self._replicas:
+            command, timeout_s, options = self._spec
+            self._replicas[slot] = UsiOpponent(self.name, command, self.go, timeout_s, options)
+        return self._replicas[slot]
 
     def start(self) -> None:
         """Start the engine and announce a game (idempotent)."""
@@ -44,6 +58,8 @@ class UsiOpponent:
             self.engine.new_game()
 
     def close(self) -> None:
+        for other in self._replicas.values():
+            other.close()
         self.engine.close()
 
     def choose(self, games: Sequence[Game]) -> list[int | None]:
