@@ -1,5 +1,6 @@
-"""Test helpers: kill a self-play worker process as soon as it has written its first shard, and
-child-process targets that report like workers and die in awkward places."""
+"""Test helpers: kill a self-play worker process as soon as it has written its first shard,
+child-process targets that report like workers and die in awkward places, and the CLI as a child that
+Ctrl-C can stop."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from dlzero.rundir import RunDir
+
+# `python -c CLI_WITH_SIGINT ARGS...` runs `dlzero ARGS...` with SIGINT's default handler set explicitly: a
+# suite started in the background (`pytest &`, nohup, some CI runners) starts with SIGINT ignored and every
+# child inherits that, so a Ctrl-C test's signal would be lost (four of four background runs failed so)
+CLI_WITH_SIGINT = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "from dlzero.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 class ShardKiller(threading.Thread):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import cshogi
 import pytest
+from killers import CLI_WITH_SIGINT
 
 from dlzero.anchor_names import parse_anchor
 from dlzero.cli import main
@@ -237,17 +238,12 @@ def test_fake_engine_anchor_is_rated_against_random_through_dlzero_rate(fake_eng
     assert len(_pids(pids)) == 1
 
 
-_CLI_WITH_SIGINT = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                    "from dlzero.cli import main; sys.exit(main(sys.argv[1:]))")
-
-
 def test_ctrl_c_during_a_rating_closes_the_engine(fake_engine, tmp_path):
     path, pids = fake_engine
     rd, _ = _run(tmp_path, ["random", f"usi:'{path}';DelayMs=200;depth=1"], games=20, max_moves=200)
-    # SIGINT's handler set explicitly: a suite started in the background (`pytest &`, nohup, some CI runners)
-    # starts with SIGINT ignored, every child inherits that, and the rating played on after the signal (found
-    # by the thread dump below: four of four background runs of the suite failed here, none in the foreground)
-    proc = subprocess.Popen([sys.executable, "-c", _CLI_WITH_SIGINT, "rate", "--run", str(rd.root), "--no-progress"],
+    # SIGINT's handler set explicitly (CLI_WITH_SIGINT): in a suite started in the background the rating played on
+    # after the signal (found by the thread dump below)
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SIGINT, "rate", "--run", str(rd.root), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # a hang's report: see below
     deadline = time.monotonic() + 180  # start-up (imports, the model) only: a slow spell of the VM took over 60 s once

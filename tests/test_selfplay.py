@@ -16,7 +16,13 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
-from killers import ShardKiller, assert_restarted_once, report_and_exit, report_then_die_mid_message
+from killers import (
+    CLI_WITH_SIGINT,
+    ShardKiller,
+    assert_restarted_once,
+    report_and_exit,
+    report_then_die_mid_message,
+)
 
 from dlzero.config import Config, load_config
 from dlzero.data.hcpe3 import (
@@ -217,10 +223,6 @@ def test_cli_selfplay_creates_run(tmp_path):
     assert "4 games" in proc.stderr
 
 
-_CLI_WITH_SIGINT = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                    "from dlzero.cli import main; sys.exit(main(sys.argv[1:]))")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
 def test_ctrl_c_stops_selfplay_and_saves_every_finished_game(tmp_path, server):
@@ -231,7 +233,7 @@ def test_ctrl_c_stops_selfplay_and_saves_every_finished_game(tmp_path, server):
     sets = [a for s in (*TINY, "selfplay.games_per_shard=1000", f"server.enabled={str(server).lower()}")
             for a in ("--set", s)]
     # SIGINT's handler is set explicitly: a CI job run in the background starts with SIGINT ignored
-    proc = subprocess.Popen([sys.executable, "-c", _CLI_WITH_SIGINT, "selfplay", "--run", str(run),
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SIGINT, "selfplay", "--run", str(run),
                              "--games", "400", "--workers", "2", *sets],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     err = bytearray()
