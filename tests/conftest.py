@@ -26,3 +26,16 @@ def _one_torch_thread():
         return
     torch.set_num_threads(1)
     yield
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    """A random 1x16 network's .pt file (seed 0), one per test module: the engine, CLI and fault tests need a
+    real model file but not a trained one, and the smallest network keeps them quick. A module that needs
+    another network defines its own `model`."""
+    from dlzero.config import ModelConfig
+    from dlzero.model import new_model, save_model
+
+    path = tmp_path_factory.mktemp("model") / "m.pt"
+    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
+    return str(path)

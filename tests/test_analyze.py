@@ -211,16 +211,6 @@ def test_typed_tasks_answer_as_the_json_query_does():
 # ---------------------------------------------------------------- the real command
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("analyze") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
 class AnalyzeProcess:
     """`dlzero analyze` on pipes; answers are collected by a thread so reads can time out."""
 

@@ -9,17 +9,7 @@ import cshogi
 import pytest
 
 from dlzero.commands import bestmove
-from dlzero.config import ModelConfig
 from dlzero.errors import ConfigError, DlzeroError
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("bm") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
 
 
 def _run(argv: list[str]) -> int:

@@ -38,16 +38,6 @@ GUARD_SLOW = "sfen 9/9/9/9/4k4/9/9/9/4K4 w RBS 1"
 MATE_IN_15 = "sfen 1s5np/2r1g3l/+N2pP1pkb/l1p2p1pP/p1Pn1sg2/P3pP1P1/1P1KG1P1N/LR4+bGL/4S4 w Psp 112"
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("faults-engine") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
 class Piped:
     """A `dlzero` engine command on pipes; its output lines are collected by a thread, so a wait can time out
     and say how long the answer took."""

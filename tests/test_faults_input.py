@@ -26,16 +26,6 @@ from dlzero.inference import NullEvaluator
 GOOD = b'{"id": "good", "position": "startpos", "maxVisits": 2}\n'
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("faults") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
 def analyze(model: str, data: bytes, *args: str) -> tuple[int, list[dict], bytes]:
     """Run `dlzero analyze` on `data`: (exit status, answers, raw stdout)."""
     done = subprocess.run([sys.executable, "-m", "dlzero.cli", "analyze", "--model", model, "--threads", "1", *args],

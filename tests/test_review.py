@@ -30,16 +30,6 @@ needs_shared = pytest.mark.skipif(not PRO_KIF.is_file() or not DECLARATION_CSA.i
 EVAL_RE = re.compile(r"^#評価値=([+-]?[0-9]+)$")
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("review") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
 def _evals(comment: str | None) -> list[int]:
     return [int(m.group(1)) for line in (comment or "").split("\n") if (m := EVAL_RE.match(line))]
 

@@ -21,16 +21,6 @@ USI_LINE = re.compile(r"^(id (name|author) |option name |usiok$|readyok$|info |b
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("usi") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def engine_cmd(model, tmp_path_factory) -> str:
     """An executable that starts the engine (cshogi launches engines as one path, no arguments)."""
     script = tmp_path_factory.mktemp("bin") / "dlzero-usi"

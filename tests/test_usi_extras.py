@@ -6,21 +6,9 @@ from __future__ import annotations
 import io
 import re
 
-import pytest
-
 from dlzero.config import Config
 from dlzero.search import cp_to_winrate
 from dlzero.usi import UsiEngine
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("usi-extras") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
 
 
 def _session(model: str, *commands: str) -> list[str]:

@@ -22,16 +22,6 @@ from dlzero.usi import UsiEngine
 from dlzero.usi.options import ALIASES, BY_NAME
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("usi-go") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
 class Session:
     """A UsiEngine in this process, its output kept (the engine's writer is locked, so a
     StringIO is safe to share with the search thread)."""

@@ -27,16 +27,6 @@ from dlzero.search.heap import HeapTrimmer, rss_bytes, trim_heap, trim_slack
 MIDGAME = "sfen ln1g3nl/1r1sk1gs1/p1pppp1pp/1p4p2/9/2P4P1/PP1PPPP1P/1SG2S1R1/LN2KG1NL b Bb 21"
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    from dlzero.config import ModelConfig
-    from dlzero.model import new_model, save_model
-
-    path = tmp_path_factory.mktemp("usi-hash") / "m.pt"
-    save_model(new_model(ModelConfig(blocks=1, channels=16), seed=0), path)
-    return str(path)
-
-
 class Gui:
     """The engine process with a reader thread, as a GUI runs it."""
 
