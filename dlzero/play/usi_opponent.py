@@ -1,16 +1,15 @@
 """An outside USI engine as a side of a match: a rating anchor (`gpsshogi:depth=4`,
 `fairy-stockfish:skill=0:byoyomi=100`, `usi:PATH:...`) or `dlzero rate --engine NAME=COMMAND`.
 
-The process (`dlzero.play.usi_client.UsiClient`) is started on the first move it is asked for and
-kept alive across all the games of a rating session; it is told `usinewgame` once. Games played at
-once (`dlzero.play.driver.play_concurrently`) each get a process of their own (`replica`), started
-alike and kept as long as the first. The games of a
-pairing run interleaved (the arena plays them in lockstep), so there is no single "next game" to
-announce; every `position` carries the game's start and its full move list, so no state of another
-game can reach a move except through the engine's hash table. A reply `bestmove resign`, `bestmove
-win` (the arena has already ended every game a declaration wins) or an illegal move loses the game;
-an engine that exits or stays silent past `timeout_s` is an error naming the engine and the tail of
-its stderr, and `close()` (which rating sessions call in a `finally`) always ends the process.
+The process (`dlzero.play.usi_client.UsiClient`) is started on the first move it is asked for and kept alive
+across all the games of a rating session; it is told `usinewgame` once. Games played at once
+(`dlzero.play.driver.play_concurrently`) each get a process of their own (`replica`), started alike and kept
+as long as the first. A process may still play several games interleaved (the arena's lockstep), so there is
+no single "next game" to announce; every `position` carries the game's start and its full move list, so no
+state of another game can reach a move except through the engine's hash table. A reply `bestmove resign`,
+`bestmove win` (the arena has already ended every game a declaration wins) or an illegal move loses the game;
+an engine that exits or stays silent past `timeout_s` is an error naming the engine and the tail of its
+stderr, and `close()` (which rating sessions call in a `finally`) always ends the process.
 """
 
 from __future__ import annotations
