@@ -380,6 +380,9 @@ class TrainConfig:
                                         "target of 1/2)")
     seed: int = _field(0, _non_negative)
     device: str = _field("auto", None, "training device: auto, cpu, cuda or cuda:N (torchrun: one GPU per rank)")
+    threads: int = _field(0, _non_negative, "`dlzero train` and `dlzero score`: CPU compute threads (0: torch's "
+                          "default, one a core); 1 beside an engine that holds a core, where two threads that "
+                          "wait on each other ran a step ~10x slower (the loop's async mode: loop.train_threads)")
     aux_reply_weight: float = _field(0.0, _non_negative, "loss weight of KataGo's auxiliary head predicting the "
                                      "opponent's reply (0: no head; KataGo: 0.15); training only")
     surprise_weight: float = _field(0.0, _unit, "share of each sample's loss weight proportional to its policy "

@@ -56,6 +56,12 @@ def current() -> DistInfo:
     return DistInfo()
 
 
+def set_threads(threads: int) -> None:
+    """`train.threads`: torch's CPU compute threads, when set (0 leaves torch's default, one a core)."""
+    if threads:
+        torch.set_num_threads(threads)
+
+
 def train_device(name: str, info: DistInfo) -> torch.device:
     """The device this process trains on: `name` resolved at run time; under DDP on CUDA, its own GPU."""
     device = resolve_device(name)

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "openings",
     "match",
     "train",
+    "score",
     "dashboard",
     "doctor",
 )

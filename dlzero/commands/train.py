@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from dlzero.train.distributed import DistInfo
 
 FLAG_KEYS = {"steps": "train.steps_per_generation", "device": "train.device", "reuse": "train.reuse",
-             "val": "train.val_files"}
+             "val": "train.val_files", "threads": "train.threads"}
 
 
 def register(sub) -> None:
@@ -69,6 +69,7 @@ def register(sub) -> None:
                    "schedule fits the time; loading and the held-out evaluation come on top)")
     p.add_argument("--reuse", type=float, help="--run: samples per new training position (train.reuse)")
     p.add_argument("--device", help="auto, cpu, cuda or cuda:N (train.device)")
+    p.add_argument("--threads", type=int, help="CPU compute threads (train.threads; 0: one a core)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_args(p)
     p.set_defaults(func=run)
@@ -119,6 +120,7 @@ def _train(args: argparse.Namespace) -> int:
                                 create=False)
     else:
         rd, cfg = None, config_from_args(args, FLAG_KEYS)
+    distributed.set_threads(cfg.train.threads)
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
     done = False
     try:

@@ -1,0 +1,99 @@
+"""`dlzero score`: model files scored on the same held-out games, side by side.
+
+    dlzero score A.pt B.pt --hcpe t1.hcpe3 t2.hcpe3          the games `dlzero train --hcpe t1 t2` held out
+    dlzero score default A.pt --hcpe t1.hcpe3 --csv s.csv    the shipped default network beside A.pt
+    dlzero score A.pt --val test.hcpe3                       every position of test.hcpe3
+
+A training run prints its model's held-out figures once, on the games it held out of its own files; a model
+trained on more files was scored on a larger hold-out, and its figures no longer compare with its parent's.
+This rebuilds the hold-out of a set of training files (the same `train.holdout_fraction` and `train.seed`
+give the same games: give the config and `--set` the training run had) and scores every model on it:
+policy loss and top-1 agreement with the recorded (teacher's) move; value loss and sign accuracy against
+the game's result; value_loss_target against the training target (the result blended with the teacher's
+eval). Models are `.pt` files or shipped networks (a name, or `default`: their `.pt` weights; an ONNX or
+int8 file's agreement with its weights is the int8 gate's business, `dlzero export --int8`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import io
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dlzero.commands.common import add_config_args, config_from_args
+
+if TYPE_CHECKING:
+    from dlzero.config import Config
+
+FLAG_KEYS = {"device": "train.device", "val": "train.val_files", "batch": "train.batch_size",
+             "threads": "train.threads"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("score", help="score model files on the held-out games of hcpe/hcpe3 files",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="a .pt model file, a shipped network's name, or 'default' (its .pt weights)")
+    p.add_argument("--hcpe", nargs="+", metavar="FILE", default=[],
+                   help="the training files whose held-out games to score on (as given to `dlzero train --hcpe`)")
+    p.add_argument("--val", action="append", metavar="FILE",
+                   help="hcpe3/hcpe file to score on instead (repeatable, or a comma list; train.val_files)")
+    p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
+    p.add_argument("--device", help="auto, cpu, cuda or cuda:N (train.device)")
+    p.add_argument("--batch", type=int, help="positions a forward pass (train.batch_size)")
+    p.add_argument("--threads", type=int, help="CPU compute threads (train.threads; 0: one a core)")
+    add_config_args(p)
+    p.set_defaults(func=run)
+
+
+def model_file(spec: str, cfg: Config) -> tuple[str, Path]:
+    """(label, `.pt` path) of a MODEL argument: a file as given, else a shipped network's checked weights
+    (the file the torch backend plays)."""
+    from dlzero.engine.shipped import require_model
+    from dlzero.errors import ModelFileError
+
+    torch_cfg = dataclasses.replace(cfg, inference=dataclasses.replace(cfg.inference, backend="torch"))
+    choice = require_model(spec, torch_cfg, "MODEL")
+    if choice.path.suffix.lower() != ".pt":
+        raise ModelFileError(f"{spec}: dlzero score takes .pt model files (the weights an ONNX file was exported "
+                             "from)")
+    return choice.label(), choice.path
+
+
+def _csv_text(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlzero.data.atomic import atomic_write_text
+    from dlzero.train.distributed import DistInfo, set_threads, train_device
+    from dlzero.train.scoring import FIGURES, held_out, score_model
+
+    if args.val:
+        args.val = ",".join(args.val)
+    cfg = config_from_args(args, FLAG_KEYS)
+    models = [model_file(spec, cfg) for spec in args.models]  # every name checked before the data loads
+    hold, report = held_out(args.hcpe, cfg.train)
+    print(report, file=sys.stderr)
+    set_threads(cfg.train.threads)
+    device = train_device(cfg.train.device, DistInfo())
+    rows = []
+    for label, path in models:
+        figures = score_model(path, hold, cfg.train.batch_size, device)
+        rows.append({"model": label, "positions": len(hold), **{k: figures[k] for k in FIGURES}})
+        print(f"{label}: " + ", ".join(f"{k} {figures[k]:.4f}" for k in FIGURES), file=sys.stderr)
+    width = max(len(r["model"]) for r in rows)
+    print(f"{'model':<{width}}  " + "  ".join(f"{k:>17}" for k in FIGURES))
+    for r in rows:
+        print(f"{r['model']:<{width}}  " + "  ".join(f"{r[k]:>17.4f}" for k in FIGURES))
+    if args.csv:
+        atomic_write_text(args.csv, _csv_text(rows))
+    return 0

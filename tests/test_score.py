@@ -1,0 +1,102 @@
+"""`dlzero score`: model files scored on the games a training run held out, side by side (and train.threads)."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+import torch
+from shards import selfplay_games
+
+from dlzero.cli import main
+from dlzero.config import config_from_dict
+from dlzero.data.hcpe3 import write_hcpe3
+from dlzero.model import new_model, save_model
+from dlzero.train.dataset import count_positions
+
+MODEL = {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16}
+
+SETS = [f"model.{k}={v}" for k, v in MODEL.items()] + ["train.batch_size=16", "train.device=cpu",
+                                                      "train.holdout_fraction=0.25", "train.seed=3"]
+FLAGS = [x for s in SETS for x in ("--set", s)]
+MODEL_CFG = config_from_dict({"model": MODEL}).model
+
+
+def read_csv(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_score_rebuilds_the_hold_out_training_printed(tmp_path, capsys):
+    write_hcpe3(tmp_path / "a.hcpe3", selfplay_games(40, 16, seed=21))
+    write_hcpe3(tmp_path / "b.hcpe3", selfplay_games(20, 16, seed=22))
+    files = [str(tmp_path / "a.hcpe3"), str(tmp_path / "b.hcpe3")]
+    assert main(["train", "--hcpe", *files, "--out", str(tmp_path / "m.pt"), "--steps", "3", "--no-progress",
+                 *FLAGS]) == 0
+    printed = capsys.readouterr().err
+    trained = {k: float(v) for k, v in re.findall(r"(\w+) (\d+\.\d{4})", printed.split("held out:")[1])}
+    held = re.search(r"held out: (\d+) of 60 games, ([\d,]+) positions", printed)
+    assert held and set(trained) >= {"policy_loss", "policy_acc", "value_loss", "value_acc", "value_loss_target"}
+
+    other = tmp_path / "other.pt"
+    save_model(new_model(MODEL_CFG, seed=9), other)
+    # the files in the other order: the split is by each game's own hash, not by where it lies
+    assert main(["score", str(tmp_path / "m.pt"), str(other), "--hcpe", *files[::-1], "--csv",
+                 str(tmp_path / "s.csv"), *FLAGS]) == 0
+    out = capsys.readouterr()
+    assert f"held out: {held[1]} of 60 games, {held[2]} positions, by game" in out.err
+    rows = read_csv(tmp_path / "s.csv")
+    assert [r["model"] for r in rows] == ["m.pt", "other.pt"] and out.out.splitlines()[1].startswith("m.pt ")
+    assert {r["positions"] for r in rows} == {held[2].replace(",", "")}
+    for key, value in trained.items():  # training's own figures, to the four places it printed
+        assert float(rows[0][key]) == pytest.approx(value, abs=6e-5), key
+    assert rows[0]["policy_loss"] != rows[1]["policy_loss"]  # each model scored, not the first one twice
+
+
+def test_score_on_a_separate_file_scores_all_of_it(tmp_path, capsys):
+    games = selfplay_games(5, 12, seed=23)
+    write_hcpe3(tmp_path / "v.hcpe3", games)
+    save_model(new_model(MODEL_CFG, seed=1), tmp_path / "m.pt")
+    assert main(["score", str(tmp_path / "m.pt"), "--val", str(tmp_path / "v.hcpe3"), "--csv",
+                 str(tmp_path / "s.csv"), *FLAGS]) == 0
+    assert f"({len(games)} games), {count_positions(games)} positions" in capsys.readouterr().err
+    assert int(read_csv(tmp_path / "s.csv")[0]["positions"]) == count_positions(games)
+
+
+def test_score_refuses_what_it_cannot_score_before_loading_data(tmp_path, capsys):
+    write_hcpe3(tmp_path / "v.hcpe3", selfplay_games(2, 8, seed=24))
+    (tmp_path / "m.onnx").write_bytes(b"onnx")
+    assert main(["score", str(tmp_path / "m.onnx"), "--val", str(tmp_path / "v.hcpe3"), *FLAGS]) == 2
+    assert ".pt model files" in capsys.readouterr().err
+    assert main(["score", "no-such-network", "--val", str(tmp_path / "v.hcpe3"), *FLAGS]) == 2
+    assert "neither a model file" in capsys.readouterr().err
+    save_model(new_model(MODEL_CFG, seed=1), tmp_path / "m.pt")
+    assert main(["score", str(tmp_path / "m.pt"), *FLAGS]) == 2
+    assert "nothing to score on" in capsys.readouterr().err
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_score_takes_the_shipped_default_networks_weights(tmp_path, capsys):
+    from dlzero.networks import default_network, load_networks
+
+    network = default_network(load_networks())
+    if network is None:
+        pytest.skip("no network ships in this checkout")
+    write_hcpe3(tmp_path / "v.hcpe3", selfplay_games(2, 10, seed=25))
+    assert main(["score", "default", "--val", str(tmp_path / "v.hcpe3"), "--csv", str(tmp_path / "s.csv"),
+                 "--set", "train.device=cpu"]) == 0
+    row = read_csv(tmp_path / "s.csv")[0]
+    assert row["model"] == network.name and 0.0 <= float(row["policy_acc"]) <= 1.0
+
+
+def test_train_threads_sets_torchs_compute_threads(tmp_path):
+    write_hcpe3(tmp_path / "a.hcpe3", selfplay_games(8, 10, seed=26))
+    before = torch.get_num_threads()
+    try:
+        want = 1 if before != 1 else 2
+        assert main(["train", "--hcpe", str(tmp_path / "a.hcpe3"), "--out", str(tmp_path / "m.pt"), "--steps", "1",
+                     "--threads", str(want), "--no-progress", *FLAGS]) == 0
+        assert torch.get_num_threads() == want
+    finally:
+        torch.set_num_threads(before)
