@@ -65,15 +65,21 @@ def test_score_on_a_separate_file_scores_all_of_it(tmp_path, capsys):
 
 
 def test_score_refuses_what_it_cannot_score_before_loading_data(tmp_path, capsys):
-    write_hcpe3(tmp_path / "v.hcpe3", selfplay_games(2, 8, seed=24))
+    (tmp_path / "bad.hcpe3").write_bytes(b"\x07" * 100)  # loaded first, it would be the error reported
+    val = ["--val", str(tmp_path / "bad.hcpe3"), "--csv", str(tmp_path / "s.csv")]
     (tmp_path / "m.onnx").write_bytes(b"onnx")
-    assert main(["score", str(tmp_path / "m.onnx"), "--val", str(tmp_path / "v.hcpe3"), *FLAGS]) == 2
+    assert main(["score", str(tmp_path / "m.onnx"), *val, *FLAGS]) == 2
     assert ".pt model files" in capsys.readouterr().err
-    assert main(["score", "no-such-network", "--val", str(tmp_path / "v.hcpe3"), *FLAGS]) == 2
+    assert main(["score", str(tmp_path / "gone.pt"), *val, *FLAGS]) == 2
+    assert "gone.pt: no such model file" in capsys.readouterr().err
+    assert main(["score", "no-such-network", *val, *FLAGS]) == 2
     assert "neither a model file" in capsys.readouterr().err
     save_model(new_model(MODEL_CFG, seed=1), tmp_path / "m.pt")
     assert main(["score", str(tmp_path / "m.pt"), *FLAGS]) == 2
     assert "nothing to score on" in capsys.readouterr().err
+    assert main(["score", str(tmp_path / "m.pt"), *val, *FLAGS]) == 2  # then the data's own error, one line
+    err = capsys.readouterr().err
+    assert "bad.hcpe3" in err and "Traceback" not in err
     assert not (tmp_path / "s.csv").exists()
 
 

@@ -58,6 +58,8 @@ def model_file(spec: str, cfg: Config) -> tuple[str, Path]:
 
     torch_cfg = dataclasses.replace(cfg, inference=dataclasses.replace(cfg.inference, backend="torch"))
     choice = require_model(spec, torch_cfg, "MODEL")
+    if not choice.path.is_file():
+        raise ModelFileError(f"{spec}: no such model file")
     if choice.path.suffix.lower() != ".pt":
         raise ModelFileError(f"{spec}: dlzero score takes .pt model files (the weights an ONNX file was exported "
                              "from)")
