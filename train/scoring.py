@@ -21,7 +21,7 @@ from dlzero.errors import ConfigError, DataError
 from dlzero.model import load_model_file
 from dlzero.train.buffer import PositionBuffer
 from dlzero.train.holdout import HoldoutReport
-from dlzero.train.supervised import load_labelled, split_supervised
+from dlzero.train.supervised import load_val_files, split_supervised
 from dlzero.train.trainer import evaluate
 
 FIGURES = ("policy_loss", "policy_acc", "value_loss", "value_acc", "value_loss_target")
@@ -39,9 +39,8 @@ def held_out(hcpe: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBu
     if hcpe:
         _, hold, report = split_supervised(hcpe, train)
     else:
-        val = load_labelled(train.val_files, train.val_lambda, train.value_of_capped_games)
-        games = len(set(val.keys.tolist()))
-        hold, report = val.buf, HoldoutReport(", ".join(train.val_files), games, games, len(val.buf), 0)
+        hold, games = load_val_files(train)
+        report = HoldoutReport(", ".join(train.val_files), games, games, len(hold), 0)
     if not len(hold):
         raise DataError(", ".join(map(str, hcpe or train.val_files)), None, f"no held-out positions ({report})")
     return hold, report

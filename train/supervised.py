@@ -116,6 +116,12 @@ def load_supervised(paths: Sequence[str | Path], val_lambda: float, capped: str 
     return PositionBuffer.concat([_load_file(path, val_lambda, capped)[0] for path in paths])
 
 
+def load_val_files(train: TrainConfig) -> tuple[PositionBuffer, int]:
+    """The positions of `train.val_files` and how many games they hold."""
+    val = load_labelled(train.val_files, train.val_lambda, train.value_of_capped_games)
+    return val.buf, len(np.unique(val.keys))
+
+
 def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, PositionBuffer,
                                                                                  HoldoutReport]:
     """(training positions, held-out positions, what was held out) of `paths`: whole games held out of them,
@@ -123,9 +129,8 @@ def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[P
     also training positions are left out."""
     if train.val_files:  # the training files' game keys are not needed
         train_buf = load_supervised(paths, train.val_lambda, train.value_of_capped_games)
-        val = load_labelled(train.val_files, train.val_lambda, train.value_of_capped_games)
-        hold_buf, loose = val.buf, []
-        games = held_games = len(np.unique(val.keys))
+        hold_buf, games = load_val_files(train)
+        held_games, loose = games, []
         source = ", ".join(train.val_files)
     else:
         data = load_labelled(paths, train.val_lambda, train.value_of_capped_games)
