@@ -118,6 +118,17 @@ def _below_one(v: Any) -> str | None:
     return None if 0.0 <= v < 1.0 else "must be at least 0 and below 1 (a batch keeps room for self-play data)"
 
 
+def _override_list(v: Any) -> str | None:
+    if not isinstance(v, list):
+        return "must be a list of 'section.key=value' lines"
+    for item in v:
+        if not isinstance(item, str) or "=" not in item or "." not in item.split("=", 1)[0]:
+            return f"must be a list of 'section.key=value' lines ({item!r} is not one)"
+        if item.split("=", 1)[0].strip().startswith("loop.from_network"):
+            return "cannot set itself"
+    return None
+
+
 def _even(v: Any) -> str | None:
     return None if v > 0 and v % 2 == 0 else "must be an even number > 0 (games come in colour-swapped pairs)"
 
@@ -536,6 +547,11 @@ class LoopConfig:
                                 "trainer's threads get their cores while it trains and the workers get "
                                 "every core while it waits (0: all equal)")
     status_every_s: float = _field(60.0, _positive, "async: seconds between status lines while waiting for games")
+    from_network: list = _field(["gate.mode=sprt", "train.lr=0.002"], _override_list,
+                                "`section.key=value` overrides a new run gets when its generation 0 is a trained "
+                                "network (the shipped one by default; dlzero.loop_start), applied before --set "
+                                "and flags: settings for improving a strong network rather than learning from "
+                                "random weights")
 
 
 @dataclass

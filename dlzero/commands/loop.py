@@ -39,10 +39,14 @@ def register(sub) -> None:
     p.add_argument("--gate-games", type=int, help="max games of a gating match (gate.max_games)")
     p.add_argument("--rate", action="store_const", const="true",
                    help="rate each promoted model against the anchor pool as the loop goes (rate.loop)")
-    p.add_argument("--init-from", nargs="+", metavar="FILE",
-                   help="a new run's generation 0: trained on teacher data (.hcpe3 from `dlzero teach`, .hcpe), "
-                        "or this model (.pt); ignored once the run has a best model. Data files are copied "
-                        "into the run's teacher/ and listed in train.teacher_data")
+    p.add_argument("--init-from", nargs="+", metavar="SOURCE",
+                   help="a new run's generation 0: a shipped network (NAME, or 'default'; its architecture and "
+                        ".pt weights), a model file (.pt), or teacher data (.hcpe3 from `dlzero teach`, .hcpe) to "
+                        "train it on; default: the default shipped network where the config's architecture is "
+                        "its own. Ignored once the run has a best model. Data files are copied into the run's "
+                        "teacher/ and listed in train.teacher_data")
+    p.add_argument("--from-scratch", action="store_true",
+                   help="a new run's generation 0 is random weights, not the shipped network")
     p.add_argument("--init-steps", type=int,
                    help="training steps of that generation 0 (default: train.steps_per_generation)")
     p.add_argument("--init-minutes", type=float, metavar="M",
@@ -59,26 +63,47 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from dlzero.commands.common import overrides, resolve_config_path
     from dlzero.errors import ConfigError
     from dlzero.loop import run_loop
+    from dlzero.loop_start import plan_start, start_config
     from dlzero.rundir import RunDir
     from dlzero.runlock import PARTS, hold
 
     if args.init_steps is not None and args.init_minutes is not None:
         raise ConfigError("--init-steps and --init-minutes both say how long generation 0 trains: give one")
-    if not RunDir(args.run).info_path.exists():
-        config_from_args(args, FLAGS)  # a bad config stops a new run here, before the lock makes any folder
+    start = added = None
+    if not RunDir(args.run).info_path.exists():  # a bad config stops a new run here, before the lock makes a folder
+        start = plan_start(args.init_from, args.from_scratch, config_from_args(args, FLAGS).model)
+        new_cfg, added = start_config(resolve_config_path(args.config), overrides(args, FLAGS), start)
     with hold(args.run, tuple(PARTS), create=True):  # the loop is every role: it writes every part
-        rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
+        if start is not None and not RunDir(args.run).info_path.exists():
+            rd, cfg = RunDir.create(args.run, new_cfg), new_cfg
+        else:
+            rd, cfg = run_from_args(args, FLAGS, "dlzero loop")
         if cfg.train.relabel:
             from dlzero.teacher import parse_spec
 
             parse_spec(cfg.train.relabel)  # a bad teacher fails now, not after the first generation's games
-        if args.init_from:
-            from dlzero.train.supervised import warm_start
-            from dlzero.train.teacher_files import adopt_teacher_data
+        if rd.best() is None:
+            start = start or plan_start(args.init_from, args.from_scratch, cfg.model)
+            print(f"dlzero loop: {start.note}", file=sys.stderr)
+            if added:
+                print(f"dlzero loop: settings for improving a trained network (loop.from_network, before --set): "
+                      f"{' '.join(added)}", file=sys.stderr)
+            if start.trained and cfg.gate.mode == "off":
+                print("dlzero loop: warning: gate.mode is off, so this run promotes candidates of a trained "
+                      "network without a match", file=sys.stderr)
+            if start.kind != "scratch":
+                from dlzero.train.supervised import warm_start
+                from dlzero.train.teacher_files import adopt_teacher_data
 
-            cfg, sources = adopt_teacher_data(rd, cfg, args.init_from)
-            warm_start(rd, cfg, sources, args.init_steps, progress=not args.quiet, minutes=args.init_minutes)
+                cfg, sources = adopt_teacher_data(rd, cfg, start.sources)
+                warm_start(rd, cfg, sources, args.init_steps, progress=not args.quiet, minutes=args.init_minutes)
+        elif args.init_from or args.from_scratch:
+            print(f"dlzero loop: {rd.root} already has a best model (generation {rd.best().generation}): "
+                  "--init-from and --from-scratch are ignored", file=sys.stderr)
         run_loop(rd, cfg, args.generations, progress=not args.quiet)
     return 0
