@@ -113,3 +113,32 @@ def test_from_scratch_is_random_weights_with_the_from_zero_settings(shipped, tmp
     gen0, _ = load_model_file(rd.model_path(0))
     assert not same_weights(gen0, load_model_file(check_file(shipped, "weights"))[0])
     assert rd.config().gate.mode == "off" and rd.config().train.lr == 0.02
+
+
+def test_a_run_directory_plays_its_best_generation(model, tmp_path, capsys):
+    """`--model runs/NAME` is what the loop promoted last: the README's loop improves what `dlzero usi` plays."""
+    import shutil
+
+    import cshogi
+
+    from dlzero.config import Config
+    from dlzero.engine.shipped import _int8_fast, resolve_model
+
+    rd = RunDir.create(tmp_path / "run", Config())
+    shutil.copy(model, rd.model_path(0))
+    shutil.copy(model, rd.model_path(1))
+    rd.set_best(1, "a test's promotion")
+    fp32 = load_config(None, ["inference.precision=fp32"])
+    assert resolve_model(str(rd.root), fp32).path == rd.model_path(1)
+    int8 = rd.model_path(1).with_suffix(".int8.onnx")
+    int8.write_bytes(b"")  # never loaded here: only which file is chosen
+    auto = load_config(None, [])
+    assert resolve_model(str(rd.root), auto).path == (int8 if _int8_fast(auto) else rd.model_path(1))
+    int8.unlink()
+
+    assert main(["bestmove", "--model", str(rd.root), "--position", "startpos", "--playouts", "16"]) == 0
+    move = capsys.readouterr().out.strip()
+    board = cshogi.Board()
+    assert board.is_legal(board.move_from_usi(move)), move
+    with pytest.raises(Exception, match="not a dlzero run directory"):
+        resolve_model(str(tmp_path), auto)

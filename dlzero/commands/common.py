@@ -81,8 +81,8 @@ def resolve_config_path(name: str | None) -> str | None:
     return str(bundled) if bundled.is_file() else name
 
 
-MODEL_HELP = ("model file (.pt or .onnx), or a network's name (`dlzero networks list`); "
-              "default: the default network")
+MODEL_HELP = ("model file (.pt or .onnx), a run directory (its best generation), or a network's name "
+              "(`dlzero networks list`); default: the default network")
 
 
 def model_choice(spec: str | None, cfg: Config, command: str) -> ModelChoice:

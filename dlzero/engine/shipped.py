@@ -1,7 +1,8 @@
 """Which model file an engine loads: a file named, a shipped network named, or the default network.
 
-`bestmove`, `analyze`, `review`, `match` and the USI engine (`ModelPath`) take a model as a file, as the name
-of a shipped network (`NAME` or `network:NAME`), as `default`, or not at all; the last two mean the default
+`bestmove`, `analyze`, `review`, `match` and the USI engine (`ModelPath`) take a model as a file, as a run
+directory (its best generation), as the name of a shipped network (`NAME` or `network:NAME`), as `default`, or
+not at all; the last two mean the default
 network (dlzero.networks). A network's file is chosen for the inference settings (`model_role`) and checked
 against its manifest before it is loaded. With no network in the package and no model named, there is nothing
 to load: callers keep asking for one, as before networks shipped.
@@ -71,8 +72,24 @@ def network_choice(network: Network, cfg: Config) -> ModelChoice:
     return ModelChoice(check_file(network, role), network, role)
 
 
+def run_best_choice(root: Path, cfg: Config) -> ModelChoice:
+    """The best generation of the run directory `root` (`dlzero loop --run`): the int8 file the loop made for it
+    where int8 pays here and the settings leave the choice open, else its `.pt` weights; so that `dlzero usi
+    --model runs/NAME` plays what the loop has promoted so far."""
+    from dlzero.rundir import RunDir
+
+    weights = RunDir.open(root).best_model_path()
+    int8 = weights.with_suffix(".int8.onnx")
+    inference = cfg.inference
+    if int8.is_file() and inference.precision == "auto" and inference.backend != "torch" and _int8_fast(cfg):
+        return ModelChoice(int8)
+    return ModelChoice(weights)
+
+
 def resolve_model(spec: str | None, cfg: Config) -> ModelChoice | None:
     """What `spec` (a `--model` value or a match player) names; None: no spec and no network ships."""
+    if spec is not None and Path(spec).is_dir():
+        return run_best_choice(Path(spec), cfg)
     if spec is not None and _is_file_spec(spec):
         return ModelChoice(Path(spec))
     networks = load_networks()
