@@ -18,7 +18,7 @@ from dlzero.cli import main as cli_main
 from dlzero.config import BookConfig, Config
 from dlzero.data.book import HEADER, Book, BookError, BookMove, book_from_records, pick, read_book, write_book
 from dlzero.engine import Engine
-from dlzero.engine.book import OwnBook, make_think_book
+from dlzero.engine.book import OwnBook, existing_book, make_think_book
 from dlzero.engine.timeman import Limits
 from dlzero.position import parse_position
 
@@ -169,24 +169,39 @@ def test_think_book_searches_new_positions_only_and_resumes(model, tmp_path):
     engine = Engine.load(model, overrides=["inference.threads=1"])
     out = tmp_path / "think.db"
     cfg = BookConfig(max_ply=3, playouts=16, share=0.0, positions=2, save_every=1)
-    first = make_think_book(engine.player, str(out), cfg, progress=False)
+    first = make_think_book(engine.player, existing_book(str(out)), str(out), cfg, progress=False)
     assert first.searched == 2
     book = read_book(out)
     start = book.moves(cshogi.Board())
     # share 0: every visited move is booked, counted by its visits
     assert len(start) > 1 and min(m.count for m in start) >= 1 and sum(m.count for m in start) <= 16
     text = out.read_text()
-    second = make_think_book(engine.player, str(out), cfg, progress=False)
+    second = make_think_book(engine.player, existing_book(str(out)), str(out), cfg, progress=False)
     assert second.searched == 2 and second.positions == first.positions + 2
     again = read_book(out)
     assert [(m.move, m.value, m.count) for m in again.moves(cshogi.Board())] == \
         [(m.move, m.value, m.count) for m in start]
     assert all(line in out.read_text() for line in text.splitlines() if line.startswith("sfen"))
-    # a malformed output book is refused before anything is searched, and left as it was
+    # a malformed output book is refused (before the network loads: the CLI test), and left as it was
     out.write_text("junk\n")
     with pytest.raises(BookError):
-        make_think_book(engine.player, str(out), cfg, progress=False)
+        existing_book(str(out))
     assert out.read_text() == "junk\n"
+
+
+def test_book_make_think_cli_extends_its_book_and_refuses_a_malformed_one(model, tmp_path, capsys):
+    out = tmp_path / "think.db"
+    make = ["book", "make", "--think", "--model", model, "--out", str(out), "--playouts", "8", "--max-ply", "2",
+            "--positions", "1", "--threads", "1", "--quiet"]
+    assert cli_main(make) == 0 and len(read_book(out)) == 1
+    assert cli_main(make) == 0 and len(read_book(out)) == 2  # the start is kept; one position below it is new
+    assert "1 searched this run" in capsys.readouterr().err
+    out.write_text(f"{HEADER}\n{START}\n7g7f none 0 0\n")
+    assert cli_main(make) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dlzero book: error: ") and ":3: a move line needs 5" in err[0]
+    assert out.read_text().endswith("7g7f none 0 0\n")
+    assert cli_main(["book", "make", "--records", str(tmp_path), "--model", model, "--out", str(out)]) == 2
 
 
 # ---------------------------------------------------------------- a GUI's session

@@ -82,10 +82,11 @@ def _records(args: argparse.Namespace, cfg: Config) -> int:
 
 def _think(args: argparse.Namespace, cfg: Config) -> int:
     from dlzero.engine import Engine
-    from dlzero.engine.book import make_think_book
+    from dlzero.engine.book import existing_book, make_think_book
 
+    book = existing_book(args.out)
     engine = Engine.load(model_choice(args.model, cfg, "book make").path, cfg)
-    report = make_think_book(engine.player, args.out, cfg.book, progress=not args.quiet)
+    report = make_think_book(engine.player, book, args.out, cfg.book, progress=not args.quiet)
     print(f"wrote {args.out}: {report.positions} positions ({report.searched} searched this run, "
           f"{cfg.book.playouts} playouts each, plies 1-{cfg.book.max_ply})", file=sys.stderr)
     return 0

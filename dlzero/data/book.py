@@ -79,7 +79,8 @@ class Book:
         self.entries: dict[str, BookEntry] = {}
 
     def __len__(self) -> int:
-        return len(self.entries)
+        """Positions with at least one move (the ones the file holds)."""
+        return sum(1 for entry in self.entries.values() if entry.moves)
 
     def moves(self, board: cshogi.Board) -> list[BookMove]:
         """The book moves of `board`'s position, best first; [] when it is not in the book."""
@@ -116,7 +117,8 @@ class Book:
 
 def pick(moves: list[BookMove], how: str, rng: random.Random | None = None) -> BookMove:
     """The move to play among a position's book moves: `best` is the first of `BookEntry.ranked`'s order;
-    `weighted` draws one with probability proportional to its count (a move with count 0 never)."""
+    `weighted` draws one with probability proportional to its count (a move with count 0 never; when every
+    count is 0, the best)."""
     ranked = sorted(moves, key=lambda m: (-m.count, -m.value, m.move))
     if how == "best" or sum(m.count for m in ranked) <= 0:
         return ranked[0]

@@ -130,11 +130,15 @@ def searched_moves(player: Player, board: cshogi.Board, playouts: int, share: fl
     return out
 
 
-def make_think_book(player: Player, out: str, cfg: BookConfig, progress: bool = True) -> ThinkReport:
-    """Extend the book at `out` (made empty if there is none) by the search of `player`, up to `cfg.max_ply`,
-    searching at most `cfg.positions` positions not in it; see the module docstring. A malformed `out`
-    raises BookError before anything is searched (it is never overwritten by a smaller book)."""
-    book = read_book(out) if os.path.exists(out) else Book()
+def existing_book(out: str) -> Book:
+    """The book a `--think` run extends: the one at `out`, or an empty one. A malformed file raises
+    BookError, read before the network loads, so it is refused at once and never overwritten."""
+    return read_book(out) if os.path.exists(out) else Book()
+
+
+def make_think_book(player: Player, book: Book, out: str, cfg: BookConfig, progress: bool = True) -> ThinkReport:
+    """Extend `book` (`existing_book(out)`) by the search of `player` up to `cfg.max_ply`, searching at most
+    `cfg.positions` positions not in it, and write it to `out`; see the module docstring."""
     report = ThinkReport()
     frontier: deque[cshogi.Board] = deque([cshogi.Board()])
     seen: set[str] = set()
