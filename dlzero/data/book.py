@@ -60,6 +60,11 @@ class BookMove:
     count: int = 1
 
 
+def _rank(move: BookMove) -> tuple[int, int, str]:
+    """Best first: the most chosen move, then the higher value (then by name, so the order is fixed)."""
+    return -move.count, -move.value, move.move
+
+
 @dataclass
 class BookEntry:
     """A book position: the ply it was first reached at (written in its sfen line) and its moves."""
@@ -68,8 +73,8 @@ class BookEntry:
     moves: list[BookMove] = field(default_factory=list)
 
     def ranked(self) -> list[BookMove]:
-        """The moves best first: most chosen, then the higher value (the order the file is written in)."""
-        return sorted(self.moves, key=lambda m: (-m.count, -m.value, m.move))
+        """The moves best first (`_rank`), the order the file is written in."""
+        return sorted(self.moves, key=_rank)
 
 
 class Book:
@@ -119,7 +124,7 @@ def pick(moves: list[BookMove], how: str, rng: random.Random | None = None) -> B
     """The move to play among a position's book moves: `best` is the first of `BookEntry.ranked`'s order;
     `weighted` draws one with probability proportional to its count (a move with count 0 never; when every
     count is 0, the best)."""
-    ranked = sorted(moves, key=lambda m: (-m.count, -m.value, m.move))
+    ranked = sorted(moves, key=_rank)
     if how == "best" or sum(m.count for m in ranked) <= 0:
         return ranked[0]
     return (rng or random).choices(ranked, weights=[max(m.count, 0) for m in ranked])[0]
