@@ -76,6 +76,8 @@ def _odd_or_zero(v: Any) -> str | None:
 # kills when it must answer (dlzero.search.mate), to cshogi DfPn's depth of 31 plies.
 MATE_MOVE_MAX_PLIES = 7
 ROOT_MATE_MAX_PLIES = 31
+# How the USI engine chooses among a position's book moves (book.pick, BookPick): dlzero.data.book.pick.
+BOOK_PICKS = ("best", "weighted")
 DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int (`set_max_search_node`)
 
 
@@ -517,6 +519,27 @@ class UsiConfig:
 
 
 @dataclass
+class BookConfig:
+    """The opening book: how the USI engine plays from one (USI_OwnBook, BookFile, BookMoves, BookPick)
+    and how `dlzero book make` builds one (docs/usi-options.md)."""
+
+    enabled: bool = _field(False, None, "play book moves when the position is in the book (USI_OwnBook)")
+    file: str = _field("", None, "a YaneuraOu-format book (.db) to play from (BookFile; empty: none)")
+    max_ply: int = _field(16, _non_negative, "the book is consulted up to this ply, and `book make` fills "
+                          "positions up to it (BookMoves; the start position is ply 1)")
+    pick: str = _field("weighted", _one_of(*BOOK_PICKS),
+                       "best: the most chosen move (then the higher value); weighted: a move drawn with "
+                       "probability proportional to its count (BookPick)")
+    min_count: int = _field(1, _positive, "`book make --records`: moves played fewer times are left out")
+    playouts: int = _field(800, _positive, "`book make --think`: playouts per position searched")
+    share: float = _field(0.2, _unit, "`book make --think`: a move besides the best enters the book (and its "
+                          "line is followed) when it got at least this share of the root's visits")
+    positions: int = _field(1000, _positive, "`book make --think`: most positions searched in one run")
+    save_every: int = _field(50, _positive, "`book make --think`: the book is written after this many "
+                             "searches (a stopped run resumes from it)")
+
+
+@dataclass
 class ReviewConfig:
     """`dlzero review`: every position of a game record searched, the record written back annotated."""
 
@@ -568,6 +591,7 @@ class Config:
     rate: RateConfig = field(default_factory=RateConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     usi: UsiConfig = field(default_factory=UsiConfig)
+    book: BookConfig = field(default_factory=BookConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)

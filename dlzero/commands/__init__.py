@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gate",
     "rate",
     "openings",
+    "book",
     "match",
     "train",
     "score",

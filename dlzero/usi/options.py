@@ -16,6 +16,9 @@ Match runners and GUIs set options by the names of the engines they were written
 refuses an engine that offers neither). ALIASES lists those names; each is offered beside its
 dlzero option with the same type and range and sets the same config key. docs/usi-options.md has
 the table.
+
+The opening book takes YaneuraOu's names (USI_OwnBook, BookFile, BookMoves) and sets the `book` config
+section; BookPick (best | weighted) chooses among a position's book moves.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dlzero.config import MATE_MOVE_MAX_PLIES, ROOT_MATE_MAX_PLIES, Config, config_from_dict, config_to_dict
+from dlzero.config import (
+    BOOK_PICKS,
+    MATE_MOVE_MAX_PLIES,
+    ROOT_MATE_MAX_PLIES,
+    Config,
+    config_from_dict,
+    config_to_dict,
+)
 from dlzero.engine.player import MAX_PLAYOUTS
 from dlzero.errors import ConfigError
 
@@ -113,6 +123,11 @@ OPTIONS: tuple[UsiOption, ...] = (
               from_config=_to_hundredths),
     UsiOption("Softmax_Temperature", "spin", "search.softmax_temperature", 1, 1000, to_config=_hundredths,
               from_config=_to_hundredths),
+    # the opening book (dlzero.engine.book): YaneuraOu's names; BookPick is dlzero's (best | weighted by count)
+    UsiOption("USI_OwnBook", "check", "book.enabled"),
+    UsiOption("BookFile", "string", "book.file", to_config=lambda v: "" if v == "<empty>" else v),
+    UsiOption("BookMoves", "spin", "book.max_ply", 0, 10_000),
+    UsiOption("BookPick", "combo", "book.pick", choices=BOOK_PICKS),
 )
 # Other engines' names for dlzero options: alias -> the dlzero option it sets (same type, range, key).
 ALIASES = {
@@ -142,8 +157,6 @@ BY_NAME.update({alias.lower(): BY_NAME[name.lower()] for alias, name in ALIASES.
 SPSA_STEPS = {"C_init": 15, "C_base": 3000, "C_fpu_reduction": 5, "C_init_root": 15, "C_base_root": 3000,
               "C_fpu_reduction_root": 5, "Softmax_Temperature": 10}
 SPSA_R_END = 0.002
-# Sent by GUIs to every engine: accepted quietly, not offered (dlzero has no opening book).
-IGNORED = frozenset({"usi_ownbook"})
 # Options whose change means the model must be loaded again at the next `isready`.
 MODEL_KEYS = ("inference.backend", "inference.device", "inference.threads", "inference.precision")
 

@@ -32,6 +32,7 @@ from typing import NoReturn, TextIO
 import cshogi
 
 from dlzero.config import MATE_MOVE_MAX_PLIES, Config
+from dlzero.engine.book import OwnBook
 from dlzero.engine.layout import engine_inference, load_engine_model
 from dlzero.engine.player import MAX_PLAYOUTS, Analysis, Player
 from dlzero.engine.shipped import resolve_model
@@ -44,7 +45,6 @@ from dlzero.search.guard import DFPN_MAX_PLIES
 from dlzero.search.mate import DFPN_NODES_MAX, MateSolver
 from dlzero.usi.options import (
     BY_NAME,
-    IGNORED,
     MODEL_KEYS,
     get_key,
     option_lines,
@@ -95,6 +95,7 @@ class UsiEngine:
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._mate = MateSolver()  # `go mate` and the Player's deep root mate searches, in a helper process
+        self._book = OwnBook()  # USI_OwnBook: read at `isready`, consulted at the start of `go`
 
     # -- I/O ------------------------------------------------------------------------------------
     def send(self, line: str) -> None:
@@ -158,6 +159,7 @@ class UsiEngine:
         try:
             if not self._thinking():
                 self._ensure_model()
+                self._book.load(self.cfg.book, self.send)
                 if self.cfg.search.root_mate_depth > MATE_MOVE_MAX_PLIES or self.cfg.search.mate_guard_nodes:
                     self._mate.start()  # deep root mates and the mate guard need the helper: started before a clock
         except OSError as exc:  # no process could be started: said, and the GUI still gets its readyok
@@ -176,8 +178,6 @@ class UsiEngine:
         else:
             name, value = " ".join(tokens[1:]), ""
         opt = BY_NAME.get(name.lower())
-        if opt is None and name.lower() in IGNORED:
-            return
         if opt is None:
             self.send(f"info string error: unknown option '{name}'")
             return
@@ -226,6 +226,8 @@ class UsiEngine:
             self._bestmove_or_checkmate(mate, None)
             return
         board = self._board.copy()
+        if mate is None and self._book.play(board, limits, self.cfg.book, self.ponder, self.send):
+            return  # answered from the opening book, without a search
         if mate is not None:
             target = lambda: self._send_checkmate(board, mate)  # noqa: E731
         else:
