@@ -4,7 +4,8 @@ A user who runs `dlzero loop` wants the network `dlzero usi` plays to get strong
 default shipped network's weights unless told otherwise (KataGo and Leela Zero users resume from the latest
 network, not from zero). Random weights are `--from-scratch`; `--init-from` names another start: a shipped
 network (`NAME`, `network:NAME`, `default`), a model file (`.pt`), or teacher data (`.hcpe3`/`.hcpe`) that
-generation 0 is trained on.
+generation 0 is trained on, or a chain folder (`dlzero.chain`: the best weights and newest self-play of
+earlier runs, carried from machine to machine).
 
 Settings tuned for random weights wash a strong network out (48-playout self-play, a learning rate of 0.02, every
 candidate promoted without a match: docs/loop.md, "Starting from a trained network"), so a start from a trained
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dlzero.chain import WEIGHTS, is_chain, read_ledger
 from dlzero.config import Config, ModelConfig, load_config
 from dlzero.errors import ConfigError
 from dlzero.networks import Network, check_file, default_network, find_network, load_networks
@@ -40,6 +42,7 @@ class Start:
     sources: list[Path] = field(default_factory=list)
     note: str = ""
     architecture: ModelConfig | None = None  # set where the start brings its own shape (a named network)
+    chain: Path | None = None  # a chain folder (dlzero.chain) whose replay shards the run takes in
 
     @property
     def trained(self) -> bool:
@@ -85,6 +88,15 @@ def plan_start(init_from: Sequence[str] | None, from_scratch: bool, model: Model
         if len(paths) > 1:
             raise ConfigError("--init-from takes one network (a name or a .pt file), or teacher data files "
                               "(.hcpe3, .hcpe), not both")
+        if is_chain(paths[0]):
+            links = read_ledger(paths[0])["links"]
+            done = f"{links[-1]['cpu_hours_total']} CPU-hours over {len(links)} link(s)" if links else "no links"
+            from dlzero.model.checkpoint import check_header, read_payload
+
+            weights = paths[0] / WEIGHTS
+            arch = check_header(read_payload(weights), weights)[0]
+            return Start("model", [weights], f"generation 0 is the chain {paths[0]}'s best weights ({done}); its "
+                         "replay shards join the run's data", arch, chain=paths[0])
         network = _named_network(init_from[0])
         if network is not None:
             return Start("model", [_weights(network)], f"generation 0 is the shipped network "

@@ -8,8 +8,9 @@ layers below, never above:
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config, dlzero.anchor_names, dlzero.gate_modes  (the schema; the grammars of anchor
                  names and of gate.mode, which the config checks and the gate reads)
-    storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock, dlzero.networks  (file formats;
-                 the run directory's file names and columns, and its API; the shipped networks' manifests)
+    storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock, dlzero.networks, dlzero.chain
+                 (file formats; the run directory's file names and columns, and its API; the shipped networks'
+                 manifests; a loop chain's folder)
     encoding     dlzero.encoding
     model        dlzero.model
     inference    dlzero.inference
@@ -22,8 +23,8 @@ layers below, never above:
     gating       dlzero.gating                                   (matches, SPRT, promotion, ratings, anchors)
     stages       dlzero.selfplay, dlzero.train, dlzero.teacher, dlzero.progress (self-play, training and
                  teacher: none imports another; selfplay/ and train/ install as dlzero.selfplay, dlzero.train)
-    wiring       dlzero.loop, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard, dlzero.doctor,
-                 dlzero.usi.__main__, and the package itself (`dlzero/__init__.py`, the public facade)
+    wiring       dlzero.loop, dlzero.loop_start, dlzero.commands, dlzero.cli, dlzero.bench, dlzero.dashboard,
+                 dlzero.doctor, dlzero.usi.__main__, and the package itself (`dlzero/__init__.py`, the public facade)
 
 A new module must be placed in a layer here (the test names any module it cannot place).
 """
@@ -43,7 +44,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources", "dlzero.cpu")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config", "dlzero.anchor_names", "dlzero.gate_modes")),
-    ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock", "dlzero.networks")),
+    ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock", "dlzero.networks",
+                 "dlzero.chain")),
     ("encoding", ("dlzero.encoding",)),
     ("model", ("dlzero.model",)),
     ("inference", ("dlzero.inference",)),
@@ -52,7 +54,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("play", ("dlzero.play",)),
     ("gating", ("dlzero.gating",)),
     ("stages", ("dlzero.selfplay", "dlzero.train", "dlzero.teacher", "dlzero.progress")),
-    ("wiring", ("dlzero.loop", "dlzero.commands", "dlzero.cli", "dlzero.bench", "dlzero.dashboard",
+    ("wiring", ("dlzero.loop", "dlzero.loop_start", "dlzero.commands", "dlzero.cli", "dlzero.bench", "dlzero.dashboard",
                 "dlzero.doctor", "dlzero.usi.__main__")),
 ]
 FACADE = ("dlzero", len(LAYERS) - 1)  # the package's __init__ only, not everything below it

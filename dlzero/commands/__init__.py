@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "import_records",
     "teach",
     "loop",
+    "chain",
     "usi",
     "bestmove",
     "analyze",

@@ -41,10 +41,10 @@ def register(sub) -> None:
                    help="rate each promoted model against the anchor pool as the loop goes (rate.loop)")
     p.add_argument("--init-from", nargs="+", metavar="SOURCE",
                    help="a new run's generation 0: a shipped network (NAME, or 'default'; its architecture and "
-                        ".pt weights), a model file (.pt), or teacher data (.hcpe3 from `dlzero teach`, .hcpe) to "
-                        "train it on; default: the default shipped network where the config's architecture is "
-                        "its own. Ignored once the run has a best model. Data files are copied into the run's "
-                        "teacher/ and listed in train.teacher_data")
+                        ".pt weights), a model file (.pt), a chain folder (`dlzero chain save`), or teacher "
+                        "data (.hcpe3 from `dlzero teach`, .hcpe) to train it on; default: the default shipped "
+                        "network where the config's architecture is its own. Ignored once the run has a best "
+                        "model. Data files are copied into the run's teacher/ and listed in train.teacher_data")
     p.add_argument("--from-scratch", action="store_true",
                    help="a new run's generation 0 is random weights, not the shipped network")
     p.add_argument("--init-steps", type=int,
@@ -101,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
                 from dlzero.train.teacher_files import adopt_teacher_data
 
                 cfg, sources = adopt_teacher_data(rd, cfg, start.sources)
+                if start.chain is not None:
+                    from dlzero.chain import adopt_chain
+
+                    games = adopt_chain(rd, start.chain)  # before generation 0: a rerun unpacks them again
+                    print(f"dlzero loop: {games} games of the chain's self-play are in the replay window",
+                          file=sys.stderr)
                 warm_start(rd, cfg, sources, args.init_steps, progress=not args.quiet, minutes=args.init_minutes)
         elif args.init_from or args.from_scratch:
             print(f"dlzero loop: {rd.root} already has a best model (generation {rd.best().generation}): "
