@@ -8,9 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dlzero.search import select
 from dlzero.search.select import (
-    COMPILED,
     PuctParams,
     exploration_constant,
     first_play_urgency,
@@ -94,54 +92,15 @@ def test_exploration_grows_with_visits():
                                rtol=1e-6)
 
 
-def test_the_compiled_rule_is_built_where_a_c_compiler_is():
-    """The C rule is optional at install time; on a machine with a compiler (CI's) it must have been built,
+def test_the_compiled_tree_is_built_where_a_c_compiler_is():
+    """The C tree walk is optional at install time; on a machine with a compiler (CI's) it must have been built,
     or the search would quietly run at the speed of the numpy rule."""
     import shutil
     import sysconfig
 
+    from dlzero.search import arena
+
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler}) on this machine: the numpy rule is the only one")
-    assert COMPILED, "dlzero.search._puct was not built: reinstall (pip install -e .) and read the build log"
-
-
-@pytest.mark.skipif(not COMPILED, reason="the compiled rule was not built")
-def test_compiled_rule_is_the_numpy_rule_bit_for_bit():
-    """Random nodes, with tied priors, tied Q values, unvisited moves, fractional visits (virtual loss),
-    a parent never visited, float32 and float64 priors: the C rule picks numpy's argmax every time."""
-    rng = np.random.default_rng(11)
-    for trial in range(4000):
-        params = PuctParams(c_init=float(rng.uniform(0.5, 3.0)), c_base=float(rng.choice([4.0, 19652.0, 25000.0])),
-                            fpu_reduction=float(rng.uniform(0.0, 0.5)))
-        k = int(rng.integers(1, 600 if trial % 10 == 0 else 60))
-        prior = rng.dirichlet(np.full(k, 0.4)).astype(np.float32)
-        if rng.random() < 0.3:
-            prior = (np.round(prior * 8) / 8 + 1e-3).astype(np.float32)
-        n = np.where(rng.random(k) < 0.5, rng.integers(0, 8, size=k), 0).astype(np.float64)
-        if rng.random() < 0.3:
-            n[rng.random(k) < 0.2] += 2.5  # virtual loss in flight
-        w = n * rng.random(k)
-        if rng.random() < 0.2:
-            w = np.round(w * 2) / 2
-        visits = 0.0 if rng.random() < 0.05 else float(n.sum()) + float(rng.integers(0, 3))
-        value_sum = visits * float(rng.random())
-        visited_prior = float(prior[n > 0].sum())
-        p = prior if rng.random() < 0.8 else prior.astype(np.float64)
-        want = puct_select(p, n, w, visits, value_sum, visited_prior, params, compiled=False)
-        assert puct_select(p, n, w, visits, value_sum, visited_prior, params) == want, (trial, k)
-
-
-@pytest.mark.skipif(not COMPILED, reason="the compiled rule was not built")
-def test_compiled_rule_rejects_arrays_it_cannot_read():
-    prior, n, w, *rest = _node()
-    with pytest.raises(TypeError, match="float32 or float64"):
-        select._compiled_select(prior.astype(np.int64), n, w, *rest, 1.0, 4.0, 0.2)
-    with pytest.raises(TypeError, match="'d'"):
-        select._compiled_select(prior, n.astype(np.float32), w, *rest, 1.0, 4.0, 0.2)
-    with pytest.raises(ValueError, match="same length"):
-        select._compiled_select(prior, n[:2], w[:2], *rest, 1.0, 4.0, 0.2)
-    with pytest.raises(ValueError, match="not C-contiguous"):
-        select._compiled_select(prior, np.zeros(6)[::2], w, *rest, 1.0, 4.0, 0.2)
-    with pytest.raises(TypeError, match="9 arguments"):
-        select._compiled_select(prior, n, w)
+    assert arena.COMPILED, "dlzero.search._puct was not built: reinstall (pip install -e .) and read the build log"

@@ -6,12 +6,6 @@
  * slot, the board's push) as much again: most of the tree's time under a fast network. Here a whole
  * node is scored in well under a microsecond, and a level walked in about one.
  *
- * select(prior, n, w, parent_visits, parent_value_sum, visited_prior, c_init, c_base, fpu_reduction)
- *   prior: float32[k] (or float64), n and w: float64[k], all C-contiguous; returns the index of the best score,
- *   the lowest index among equals. Every score is computed with the same IEEE operations in the
- *   same order as select.puct_scores (build with -ffp-contract=off), so the choice is bit for bit
- *   the numpy one; tests/test_select.py checks it against numpy on random and tied arrays.
- *
  * softmax_rows(logits, labels, temperature, out)
  *   mcts.softmax_rows_into' arithmetic: for each row j of `logits` (float32[B, L]) the softmax of
  *   logits[j, labels[j]] / temperature (labels: a list of int32 arrays), in float64, rounded to float32
@@ -78,7 +72,7 @@ static int get_array(PyObject *obj, Py_buffer *view, const char *format, Py_ssiz
         return -1;
     }
     if (view->ndim != 1 || view->itemsize != itemsize || view->format == NULL || strcmp(view->format, format) != 0) {
-        PyErr_Format(PyExc_TypeError, "select: %s must be a one-dimensional C-contiguous array of '%s'", name, format);
+        PyErr_Format(PyExc_TypeError, "softmax_rows: %s must be a one-dimensional C-contiguous array of '%s'", name, format);
         PyBuffer_Release(view);
         return -1;
     }
@@ -94,55 +88,8 @@ static int want_args(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
     return 0;
 }
 
-/* A node's three edge arrays, held while select scores it. */
-typedef struct {
-    Py_buffer p, n, w;
-    int prior_f32;
-    Py_ssize_t k;
-} Edges;
-
-static void edges_release(Edges *e) {
-    PyBuffer_Release(&e->p);
-    PyBuffer_Release(&e->n);
-    PyBuffer_Release(&e->w);
-}
-
-static int edges_get(Edges *e, PyObject *prior, PyObject *n, PyObject *w) {
-    if (PyObject_GetBuffer(prior, &e->p, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        return -1;
-    }
-    e->prior_f32 = e->p.format != NULL && strcmp(e->p.format, "f") == 0 && e->p.itemsize == 4;
-    const int prior_f64 = e->p.format != NULL && strcmp(e->p.format, "d") == 0 && e->p.itemsize == 8;
-    if (e->p.ndim != 1 || !(e->prior_f32 || prior_f64)) {
-        PyErr_SetString(PyExc_TypeError, "select: prior must be a one-dimensional C-contiguous float32 or float64 array");
-        PyBuffer_Release(&e->p);
-        return -1;
-    }
-    if (get_array(n, &e->n, "d", 8, "n", 0) < 0) {
-        PyBuffer_Release(&e->p);
-        return -1;
-    }
-    if (get_array(w, &e->w, "d", 8, "w", 0) < 0) {
-        PyBuffer_Release(&e->p);
-        PyBuffer_Release(&e->n);
-        return -1;
-    }
-    e->k = e->p.shape[0];
-    if (e->n.shape[0] != e->k || e->w.shape[0] != e->k) {
-        PyErr_SetString(PyExc_ValueError, "select: prior, n and w must have the same length");
-        edges_release(e);
-        return -1;
-    }
-    return 0;
-}
-
-static inline double prior_at(const Edges *e, Py_ssize_t i) {
-    return e->prior_f32 ? (double)((const float *)e->p.buf)[i] : ((const double *)e->p.buf)[i];
-}
-
 /* The rule's per-node constants: c(N) * sqrt(N) and the first-play urgency (select.exploration_constant and
- * select.first_play_urgency, operation for operation). Shared by select and arena_descend, so both score
- * alike. */
+ * select.first_play_urgency, operation for operation), as arena_descend scores a node. */
 typedef struct {
     double cs, fpu;
 } Puct;
@@ -162,45 +109,6 @@ static inline double puct_score(const Puct *r, double prior, double n, double w)
     double u = prior * r->cs;
     u /= 1.0 + n;
     return q + u;
-}
-
-/* The rule itself: the index of the best score, the lowest among equals. */
-static Py_ssize_t best_index(const Edges *e, double parent_visits, double parent_value_sum, double visited_prior,
-                             double c_init, double c_base, double fpu_reduction) {
-    const double *n = (const double *)e->n.buf, *w = (const double *)e->w.buf;
-    const Puct r = puct_node(parent_visits, parent_value_sum, visited_prior, c_init, c_base, fpu_reduction);
-
-    Py_ssize_t best_i = -1;
-    double best = -INFINITY;
-    for (Py_ssize_t i = 0; i < e->k; i++) {
-        const double score = puct_score(&r, prior_at(e, i), n[i], w[i]);
-        if (score > best || best_i < 0) {
-            best = score;
-            best_i = i;
-        }
-    }
-    return best_i;
-}
-
-static PyObject *select_move(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (want_args(nargs, 9, "select") < 0) {
-        return NULL;
-    }
-    double scalars[6];
-    for (int j = 0; j < 6; j++) {
-        scalars[j] = PyFloat_AsDouble(args[3 + j]);
-        if (scalars[j] == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    Edges e;
-    if (edges_get(&e, args[0], args[1], args[2]) < 0) {
-        return NULL;
-    }
-    const Py_ssize_t best_i = best_index(&e, scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]);
-    edges_release(&e);
-    return PyLong_FromSsize_t(best_i);
 }
 
 static int get_params(PyObject *tuple, double out[3], const char *fn) {
@@ -967,8 +875,6 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"select", (PyCFunction)(void (*)(void))select_move, METH_FASTCALL,
-     "Index of the move with the highest PUCT score (see dlzero.search.select.puct_select)."},
     {"softmax_rows", (PyCFunction)(void (*)(void))softmax_rows, METH_FASTCALL,
      "Softmax of each row's logits at its labels (see dlzero.search.mcts.softmax_rows_into)."},
     {"arena_layout", arena_layout, METH_NOARGS,

@@ -303,7 +303,7 @@ class Arena:
         """dlshogi's PUCT at node `i` (`dlzero.search.select.puct_scores`' arithmetic; the lowest index of equals)."""
         node = self.nodes[i]
         return puct_select(self.prior(i), self.edge_n(i), self.edge_w(i), float(node["visits"]),
-                           float(node["value_sum"]), float(node["visited_prior"]), PuctParams(*params), compiled=False)
+                           float(node["value_sum"]), float(node["visited_prior"]), PuctParams(*params))
 
     def backup(self, path: list[int], leaf: int, value: float, correction: float) -> None:
         """`value` (a win rate for the leaf's side to move) added to the leaf, then flipped and added up the path,

@@ -10,9 +10,10 @@ player choosing it, and for a move not yet visited Q is the first-play urgency
 FPU = max(0, Q_parent - fpu_reduction * sqrt(sum of priors of the visited moves)), with
 Q_parent = 0.5 before any visit. Ties go to the lowest index (numpy argmax).
 
-`puct_select` runs the rule compiled (`_puct.c`) where the install built it, in numpy otherwise.
-Nothing here touches a tree: `Search` passes a node's arrays in and applies the chosen index, so
-the rule can be tested on hand-made arrays and swapped (the Gumbel root) without the bookkeeping.
+The compiled tree walk (`_puct.c`, `arena_descend`) scores nodes with the same operations in the same order,
+so both choose alike (tests/test_search_arena.py grows one tree each way and compares every field). Nothing
+here touches a tree: `Search` passes a node's arrays in and applies the chosen index, so the rule can be tested
+on hand-made arrays and swapped (the Gumbel root) without the bookkeeping.
 """
 
 from __future__ import annotations
@@ -21,13 +22,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-try:  # the same rule compiled (dlzero/search/_puct.c); absent where the install found no C compiler
-    from dlzero.search._puct import select as _compiled_select
-except ImportError:
-    _compiled_select = None
-
-COMPILED = _compiled_select is not None
 
 
 @dataclass(frozen=True)
@@ -67,14 +61,6 @@ def puct_scores(prior: np.ndarray, n: np.ndarray, w: np.ndarray, parent_visits: 
 
 
 def puct_select(prior: np.ndarray, n: np.ndarray, w: np.ndarray, parent_visits: float, parent_value_sum: float,
-                visited_prior: float, params: PuctParams, compiled: bool = True) -> int:
-    """Index of the move with the highest PUCT score (the lowest index among equals).
-
-    With `compiled` (and the C rule built), one pass in C over the arrays, which must be one-dimensional
-    and C-contiguous, n and w float64: the same index, bit for bit, as numpy's argmax over `puct_scores`,
-    in a fraction of a microsecond instead of several.
-    """
-    if compiled and _compiled_select is not None:
-        return _compiled_select(prior, n, w, parent_visits, parent_value_sum, visited_prior,
-                                params.c_init, params.c_base, params.fpu_reduction)
+                visited_prior: float, params: PuctParams) -> int:
+    """Index of the move with the highest PUCT score (the lowest index among equals)."""
     return int(puct_scores(prior, n, w, parent_visits, parent_value_sum, visited_prior, params).argmax())
