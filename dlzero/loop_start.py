@@ -50,19 +50,19 @@ class Start:
         return self.kind == "model"
 
 
-def _arch_overrides(arch: ModelConfig) -> list[str]:
+def arch_overrides(arch: ModelConfig) -> list[str]:
     """`--set` lines that make a config's `model` section `arch`."""
     out = [f"model.{key}={value}" for key, value in vars(arch).items() if key != "global_pool_blocks"]
     out.append(f"model.global_pool_blocks=[{','.join(str(i) for i in arch.global_pool_blocks)}]")
     return out
 
 
-def _weights(network: Network) -> Path:
+def network_weights(network: Network) -> Path:
     """The network's `.pt` file (checked against its manifest): generation 0 is trained further in torch."""
     return check_file(network, "weights")
 
 
-def _named_network(spec: str) -> Network | None:
+def named_network(spec: str) -> Network | None:
     """The shipped network `spec` names (`default`, `NAME`, `network:NAME`), or None if it names a file."""
     if spec == DEFAULT:
         network = default_network(load_networks())
@@ -97,9 +97,9 @@ def plan_start(init_from: Sequence[str] | None, from_scratch: bool, model: Model
             arch = check_header(read_payload(weights), weights)[0]
             return Start("model", [weights], f"generation 0 is the chain {paths[0]}'s best weights ({done}); its "
                          "replay shards join the run's data", arch, chain=paths[0])
-        network = _named_network(init_from[0])
+        network = named_network(init_from[0])
         if network is not None:
-            return Start("model", [_weights(network)], f"generation 0 is the shipped network "
+            return Start("model", [network_weights(network)], f"generation 0 is the shipped network "
                          f"{network.describe()} (its .pt weights)", network.architecture)
         return Start("model", paths, f"generation 0 is the model {paths[0]}")
     network = default_network(load_networks())
@@ -109,7 +109,7 @@ def plan_start(init_from: Sequence[str] | None, from_scratch: bool, model: Model
         return Start("scratch", note=f"generation 0 is random weights: the config's network is "
                      f"{model.blocks}x{model.channels}, the shipped network {network.name} is {network.arch} "
                      f"(--init-from {DEFAULT} takes its shape and weights; --from-scratch says random on purpose)")
-    return Start("model", [_weights(network)], f"generation 0 is the shipped network {network.describe()} "
+    return Start("model", [network_weights(network)], f"generation 0 is the shipped network {network.describe()} "
                  "(its .pt weights); --from-scratch starts from random weights instead")
 
 
@@ -119,6 +119,6 @@ def start_config(config_path: str | None, user_overrides: Sequence[str], start: 
     cfg = load_config(config_path, user_overrides)
     if not start.trained:
         return cfg, []
-    added = [*(_arch_overrides(start.architecture) if start.architecture is not None else []),
+    added = [*(arch_overrides(start.architecture) if start.architecture is not None else []),
              *cfg.loop.from_network]
     return load_config(config_path, [*added, *user_overrides]), added

@@ -61,6 +61,8 @@ class SupervisedResult:
     holdout: dict[str, float]  # policy_loss, value_loss, policy_acc, value_acc (against the result alone) and
     # value_loss_target (against the blended target) on the held-out set (rank 0)
     split: HoldoutReport | None = None  # what was held out
+    holdout_before: dict[str, float] = dataclasses.field(default_factory=dict)  # the `init` model on the same
+    # held-out positions before training (fine-tuning's "before"; empty without init)
 
 
 log = logging.getLogger(__name__)
@@ -194,6 +196,9 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
     if info.is_main:
         log.info("supervised training: LR schedule %s from %g (train.supervised_lr_schedule)",
                  train_cfg.lr_schedule, train_cfg.lr)
+    before: dict[str, float] = {}
+    if init is not None and info.is_main and len(hold_buf) and payload is None:
+        before = evaluate(start_model(init, cfg), hold_buf, cfg.train.batch_size, device)
     trainer = Trainer(start_model(init, cfg), train_cfg, device, info)
     seed = segment_seed(cfg.train.seed, 0)
     if minutes is not None:
@@ -217,7 +222,7 @@ def train_supervised(hcpe: Sequence[str | Path], cfg: Config, out: str | Path, s
         ckpt.unlink(missing_ok=True)
         if len(hold_buf):
             holdout = evaluate(model, hold_buf, cfg.train.batch_size, device)
-    return SupervisedResult(out, seg.steps, len(train_buf), len(hold_buf), summary, holdout, split)
+    return SupervisedResult(out, seg.steps, len(train_buf), len(hold_buf), summary, holdout, split, before)
 
 
 def warm_start(rd: RunDir, cfg: Config, sources: Sequence[str | Path], steps: int | None = None,

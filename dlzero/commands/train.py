@@ -6,6 +6,7 @@
     dlzero train --hcpe new.hcpe3 --init m.pt --out m2.pt   go on training m.pt (fine-tuning)
     dlzero train --hcpe teacher.hcpe3 --out m.pt --minutes 30   as many steps as fit in 30 minutes
     dlzero train --hcpe a.hcpe --val test.hcpe --out m.pt   scored on test.hcpe; nothing held out of a.hcpe
+    dlzero train --records my-games/ --init default --out mine.pt   the shipped network fine-tuned on your games
 
 `--hcpe` takes hcpe files (game records from `dlzero import-records`: one-hot policy) and hcpe3 files
 (told apart by the `.hcpe3` suffix: soft policy from visit counts, history planes from the games).
@@ -32,6 +33,7 @@ import contextlib
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlzero.commands.common import add_config_args, config_from_args, error_status, run_from_args
@@ -54,13 +56,18 @@ def register(sub) -> None:
     src.add_argument("--hcpe", nargs="+", metavar="FILE",
                      help="supervised mode: hcpe files (game records) or hcpe3 files (teacher data from "
                           "`dlzero teach`) to train on")
+    src.add_argument("--records", nargs="+", metavar="DIR_OR_FILE",
+                     help="supervised mode on game records (CSA/KIF/KI2 files or folders): imported into "
+                          "OUT's .records.hcpe beside --out, then trained on as --hcpe (whole games held out); "
+                          "with --init default, the shipped network fine-tuned on your games")
     p.add_argument("--out", help="supervised mode: output model file (.pt)")
     p.add_argument("--metrics", help="supervised mode: folder for metrics.csv and TensorBoard events")
     p.add_argument("--val", action="append", metavar="FILE",
                    help="supervised mode: hcpe3/hcpe file to score the model on (repeatable, or a comma list; "
                         "train.val_files) instead of holding games out of the --hcpe files")
-    p.add_argument("--init", metavar="MODEL", help="supervised mode: go on training this model (.pt, the "
-                   "config's architecture) instead of a fresh network, e.g. a student on new teacher labels")
+    p.add_argument("--init", metavar="MODEL", help="supervised mode: go on training this model instead of a "
+                   "fresh network: a .pt file of the config's architecture, or a shipped network's name or "
+                   "'default' (its architecture and weights); held-out figures are then printed before and after")
     p.add_argument("--steps", type=int, help="training steps: with --run exactly this many for this generation, "
                    "not saved to the run's config.yaml (set train.steps_per_generation with --set for that); "
                    "with --hcpe train.steps_per_generation")
@@ -80,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.runlock import hold
     from dlzero.train import distributed
 
-    if args.hcpe and not args.out:
-        raise ConfigError("--hcpe needs --out (the model file to write)")
+    if (args.hcpe or args.records) and not args.out:
+        raise ConfigError("--hcpe and --records need --out (the model file to write)")
     if args.run and (args.out or args.metrics or args.init or args.minutes or args.val):
         raise ConfigError("--out, --metrics, --init, --minutes and --val are for --hcpe mode; --run trains on from "
                           "the run's own checkpoint and writes into the run directory")
@@ -111,15 +118,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from dlzero.train import distributed, train_generation, train_supervised
 
     if args.run:  # --steps is this command's alone: saved, it would cap every later generation of the loop
         rd, cfg = run_from_args(args, {k: v for k, v in FLAG_KEYS.items() if k != "steps"}, "dlzero train",
                                 create=False)
     else:
-        rd, cfg = None, config_from_args(args, FLAG_KEYS)
+        rd, cfg = None, _supervised_config(args)
+        if args.records:
+            args.hcpe = [_import_records(args.records, Path(args.out), progress=not args.no_progress)]
     distributed.set_threads(cfg.train.threads)
     info = distributed.init_from_env(cfg.train.device)[0] if distributed.launched_by_torchrun() else None
     done = False
@@ -139,11 +146,47 @@ def _train(args: argparse.Namespace) -> int:
             if info is None or info.is_main:
                 print(f"wrote {sres.model_path}: {sres.steps} steps on {sres.train_positions:,} positions; "
                       f"{sres.split}: {_fmt_holdout(sres.holdout)}", file=sys.stderr)
+                if sres.holdout_before:
+                    print(f"before training, the --init model on the same held-out positions: "
+                          f"{_fmt_holdout(sres.holdout_before)}", file=sys.stderr)
         done = True
     finally:
         if info is not None:
             distributed.shutdown(done)
     return 0
+
+
+def _supervised_config(args: argparse.Namespace):
+    """The --hcpe/--records config; `--init NETWORK` brings the network's architecture (before --set and flags)
+    and becomes its `.pt` weights."""
+    from dlzero.commands.common import overrides, resolve_config_path
+    from dlzero.config import load_config
+    from dlzero.loop_start import arch_overrides, named_network, network_weights
+
+    network = named_network(args.init) if args.init else None
+    if network is None:
+        return config_from_args(args, FLAG_KEYS)
+    print(f"dlzero train: --init {args.init} is the shipped network {network.describe()} (its .pt weights)",
+          file=sys.stderr)
+    args.init = str(network_weights(network))
+    return load_config(resolve_config_path(args.config),
+                       [*arch_overrides(network.architecture), *overrides(args, FLAG_KEYS)])
+
+
+def _import_records(sources: list[str], out: Path, progress: bool) -> Path:
+    """`dlzero import-records SOURCES` into OUT.records.hcpe (whole games as runs of records), with its report."""
+    from dlzero.data.record_import import import_records
+    from dlzero.errors import DataError
+
+    target = out.with_name(f"{out.stem}.records.hcpe")
+    report = import_records(sources, target, progress=progress)
+    for path, reason in report.skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    if not report.imported:
+        raise DataError(", ".join(sources), None, "no game record could be read (CSA, KIF or KI2 files)")
+    print(f"imported {len(report.imported)} record files, {report.positions:,} positions, into {target}",
+          file=sys.stderr)
+    return target
 
 
 def _fmt_holdout(metrics: dict[str, float]) -> str:
