@@ -113,7 +113,7 @@ def test_bench_search_byoyomi_times_every_move_alone_and_side_by_side(workdir):
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert [(r["margin"], r["engines"], r["moves"]) for r in rows] == [(100, 1, 2), (100, 2, 4)]
     for r in rows:
-        assert r["playouts_per_move"] > 0 and r["cpu_flags"]
+        assert r["playouts_per_move"] > 0 and r["cpu_flags"] and 0 < r["search_ms_max"] <= r["time_ms_max"]
         assert 0 < r["time_ms_median"] <= r["time_ms_p95"] <= r["time_ms_max"] < 5000
     line = _one_line_error(dlzero("bench", "search", "--byoyomi", "300", "--positions", "0", cwd=workdir))
     assert "--positions" in line

@@ -339,6 +339,17 @@ def test_an_engine_answering_in_time_keeps_playing_with_each_move_timed(fake_eng
             board.push(move)
 
 
+def test_dlzero_match_plays_an_engine_on_the_clock_and_says_what_it_lost_on_time(fake_engine, capsys):
+    path, _ = fake_engine
+    slow = f"usi:{sys.executable} '{path}';DelayMs=200;byoyomi=100"
+    assert main(["match", "random", slow, "--games", "2", "--tolerance", "20", "--set", "gate.max_moves=30"]) == 0
+    out, err = capsys.readouterr()
+    assert "W-D-L 2-0-0 (for A)" in out
+    [line] = [x for x in out.splitlines() if x.startswith("B on the clock:")]
+    assert line.startswith("B on the clock: 2 moves") and line.endswith("lost on time: 2")
+    assert "game ends: time 2" in err
+
+
 def test_the_clock_is_the_byoyomi_of_go_and_only_with_a_tolerance():
     assert byoyomi_of(Go(byoyomi_ms=700)) == 700 and byoyomi_of(Go(nodes=5)) is None
     assert byoyomi_of("btime 0 wtime 0 byoyomi 1000") == 1000 and byoyomi_of("movetime 300") == 300

@@ -8,7 +8,9 @@
 - its playouts, from the engine's last `info` line (`nps` x `time`: the search's own count, not the tree's
   nodes, which hold a reused subtree);
 - its wall time, `go` written to `bestmove` read (`dlzero.play.usi_client.SearchResult.time_ms`): what a
-  clock run by the GUI charges, the pipe included. A move later than the byoyomi would lose on time.
+  clock run by the GUI charges, the pipe included. A move later than the byoyomi would lose on time;
+- the engine's own `time` in that last `info` line (from `go` to the end of its search): the wall time
+  less it is what came after the search (the answer's lines, the pipe, waiting for a core).
 
 Each `ByoyomiMargin` of `margins` is measured once a round, alone (one engine) and with `side_by_side`
 two engines searching the same positions at once (two games on one machine: what a match with
@@ -33,22 +35,24 @@ from dlzero.play.usi_client import UsiClient
 
 @dataclass
 class MoveTime:
-    """One timed move: the search's playouts and the wall ms from `go` to `bestmove`."""
+    """One timed move: the search's playouts, the wall ms from `go` to `bestmove`, the engine's own ms."""
 
     playouts: int
     time_ms: float
+    search_ms: int
 
 
-def _playouts(infos: list[str]) -> int:
-    """The playouts of the search that the last `info` line with `nps` and `time` reports."""
+def _search(infos: list[str]) -> tuple[int, int]:
+    """The playouts and ms of the search that the last `info` line with `nps` and `time` reports."""
     for line in reversed(infos):
         words = line.split()
         if "nps" in words and "time" in words:
             try:
-                return round(int(words[words.index("nps") + 1]) * int(words[words.index("time") + 1]) / 1000)
+                nps, ms = int(words[words.index("nps") + 1]), int(words[words.index("time") + 1])
             except (IndexError, ValueError):
                 continue
-    return 0
+            return round(nps * ms / 1000), ms
+    return 0, 0
 
 
 def engine_command(model: str | None) -> list[str]:
@@ -64,7 +68,8 @@ def _play(engine: UsiClient, positions: list[str], byoyomi: int, out: list[MoveT
         start.wait()
     for position in positions:
         infos, _ = engine.search(position, f"btime 0 wtime 0 byoyomi {byoyomi}")
-        out.append(MoveTime(_playouts(infos), engine.last_search_ms))
+        playouts, search_ms = _search(infos)
+        out.append(MoveTime(playouts, engine.last_search_ms, search_ms))
 
 
 def time_moves(model: str | None, positions: list[str], byoyomi: int, margin: int, engines: int) -> list[MoveTime]:
@@ -104,7 +109,8 @@ def time_moves(model: str | None, positions: list[str], byoyomi: int, margin: in
 def bench_byoyomi(cfg: Config, model: str | None, byoyomi: int, margins: list[int], positions: int,
                   side_by_side: bool, rounds: int = 1) -> Iterator[dict]:
     """Rows per margin and engine count: mean playouts a move, and the wall time's median, 95th percentile
-    and largest value, with the moves later than the byoyomi (`late`)."""
+    and largest value, with the moves later than the byoyomi (`late`); `search_ms_max`, the engine's own
+    longest time, and `after_ms_max`, the most a move's wall time exceeded it."""
     if byoyomi <= 0 or positions <= 0 or rounds <= 0 or not margins:
         raise ConfigError("--byoyomi, --positions and --rounds must be positive and --margins not empty")
     lines = rating_suite(cfg)[0][:positions]
@@ -120,4 +126,6 @@ def bench_byoyomi(cfg: Config, model: str | None, byoyomi: int, margins: list[in
         yield {"byoyomi": byoyomi, "margin": margin, "engines": n, "moves": len(timed),
                "playouts_per_move": round(statistics.mean(m.playouts for m in timed)),
                "time_ms_median": round(statistics.median(ms)), "time_ms_p95": round(ms[math.ceil(0.95 * len(ms)) - 1]),
-               "time_ms_max": round(ms[-1]), "late": sum(t > byoyomi for t in ms)}
+               "time_ms_max": round(ms[-1]), "late": sum(t > byoyomi for t in ms),
+               "search_ms_max": max(m.search_ms for m in timed),
+               "after_ms_max": round(max(m.time_ms - m.search_ms for m in timed))}

@@ -206,7 +206,8 @@ def run_search(args: argparse.Namespace) -> int:
         rows = _with_cpu(bench_byoyomi(cfg, args.model, args.byoyomi, margins, args.positions, args.side_by_side,
                                        args.rounds), args.json)
         _print_rows(rows, args.json, ["byoyomi", "margin", "engines", "moves", "playouts_per_move",
-                                      "time_ms_median", "time_ms_p95", "time_ms_max", "late"])
+                                      "time_ms_median", "time_ms_p95", "time_ms_max", "late", "search_ms_max",
+                                      "after_ms_max"])
         return 0
     rows = _with_cpu(bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
                                   algorithms=args.algorithms or [cfg.search.algorithm],
