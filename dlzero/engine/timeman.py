@@ -95,8 +95,9 @@ def allocate(limits: Limits, turn: int, ply: int, byoyomi_margin: int, time_marg
     spendable = max(remaining - time_margin - held_back, 0)
     target = spendable / (14 + max(0, 30 - ply)) + increment
     target = max(target, byoyomi)
-    # the increment comes after the move (as a GUI's clock adds it): this move cannot spend it beyond the reserve
-    hard = min(spendable + increment, max(remaining - time_margin, 0)) + byoyomi
+    # never past the clock this move starts with, less its cost: a GUI that adds the increment after the move
+    # (as CSA servers do) flags a move that counted on it; one that adds it before has put it in `remaining`
+    hard = min(spendable + increment, max(remaining - MOVE_COST_MS, 0)) + byoyomi
     hard = max(hard, MIN_PLAN_MS)  # nothing left to plan: move at once
     target = min(target, hard)
     return TimeBudget(max(target, MIN_PLAN_MS), hard)
