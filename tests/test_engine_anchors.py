@@ -27,7 +27,7 @@ from dlzero.errors import ConfigError
 from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
 from dlzero.gating.arena import play_match
 from dlzero.gating.rating import load_batches, stored_game
-from dlzero.play.usi_client import Go, UsiClient, UsiClientError, position_command
+from dlzero.play.usi_client import Go, SearchResult, UsiClient, UsiClientError, _parse_info, position_command
 from dlzero.play.usi_opponent import UsiOpponent, byoyomi_of
 from dlzero.rundir import RunDir
 
@@ -348,6 +348,17 @@ def test_dlzero_match_plays_an_engine_on_the_clock_and_says_what_it_lost_on_time
     [line] = [x for x in out.splitlines() if x.startswith("B on the clock:")]
     assert line.startswith("B on the clock: 2 moves") and line.endswith("lost on time: 2")
     assert "game ends: time 2" in err
+
+
+def test_what_a_move_searched_is_its_last_scored_info_lines_nps_times_time():
+    result = SearchResult(bestmove="")
+    _parse_info("info depth 3 seldepth 3 nodes 900 nps 2000 time 750 score cp 12 pv 7g7f", result)
+    assert (result.nodes, result.nps, result.engine_ms, result.score_cp) == (900, 2000, 750, 12)
+    opponent = UsiOpponent("x", "engine", "byoyomi 1000")
+    assert opponent.searched_per_move() is None
+    opponent.searched += [1500, 2500]
+    opponent.replica(1).searched.append(2000)
+    assert opponent.searched_per_move() == 2000
 
 
 def test_the_clock_is_the_byoyomi_of_go_and_only_with_a_tolerance():

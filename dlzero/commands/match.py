@@ -68,9 +68,10 @@ def summary(result: MatchResult, name_a: str, name_b: str) -> str:
     return line + f"{elo:+.0f} [{elo_low:+.0f}, {elo_high:+.0f}] (95%)"
 
 
-def clock_lines(result: MatchResult) -> list[str]:
+def clock_lines(result: MatchResult, searched: dict[str, float | None]) -> list[str]:
     """A line per side that played on the clock: its timed moves' median, 95th percentile and longest wall
-    time, and the games it lost on time."""
+    time, the games it lost on time, and what it searched a move (`searched`, by side: nodes, dlzero's
+    playouts, from its `info` lines' nps x time)."""
     import math
     import statistics
 
@@ -92,8 +93,10 @@ def clock_lines(result: MatchResult) -> list[str]:
     for side, ms in times.items():
         if ms:
             ms.sort()
+            per_move = searched.get(side)
             lines.append(f"{side} on the clock: {len(ms)} moves, median {statistics.median(ms):.0f} ms, 95th "
-                         f"{ms[math.ceil(0.95 * len(ms)) - 1]} ms, longest {ms[-1]} ms; lost on time: {flags[side]}")
+                         f"{ms[math.ceil(0.95 * len(ms)) - 1]} ms, longest {ms[-1]} ms; lost on time: {flags[side]}"
+                         + (f"; {per_move:,.0f} nodes a move (nps x time)" if per_move is not None else ""))
     return lines
 
 
@@ -103,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.gating.arena import RANDOM, play_match
     from dlzero.gating.rating import rating_suite
     from dlzero.inference import load_model
+    from dlzero.play.usi_opponent import UsiOpponent
 
     cfg = config_from_args(args, MATCH_KEYS)
     openings, _ = rating_suite(cfg)
@@ -127,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(side, str):
                 side.close()
     print(summary(result, args.model_a, args.model_b))
-    for line in clock_lines(result):
+    searched = {side: player.searched_per_move() for side, player in zip("AB", sides, strict=True)
+                if isinstance(player, UsiOpponent)}
+    for line in clock_lines(result, searched):
         print(line)
     reasons = Counter(g.reason for g in result.games)
     print("game ends: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())), file=sys.stderr)

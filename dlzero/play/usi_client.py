@@ -77,7 +77,8 @@ class SearchResult:
     `bestmove` is a USI move or `resign` / `win`. `score_cp` is from the side to move; `mate` is the
     signed number of plies to mate (positive: the side to move mates; an engine that prints a bare
     `mate +` / `mate -` gives +1 / -1). `time_ms`: wall time from writing `go` to reading `bestmove`,
-    what a clock run by this side would charge the engine.
+    what a clock run by this side would charge the engine. `nps` and `engine_ms` are the last scored
+    `info` line's (the engine's own speed and time), so `nps * engine_ms / 1000` is what it searched.
     """
 
     bestmove: str
@@ -88,6 +89,8 @@ class SearchResult:
     nodes: int | None = None
     pv: list[str] = field(default_factory=list)
     time_ms: float = 0.0
+    nps: int | None = None
+    engine_ms: int | None = None
 
 
 def position_command(board: cshogi.Board) -> str:
@@ -101,11 +104,11 @@ def _option_value(value: object) -> str:
 
 
 def _parse_info(line: str, result: SearchResult) -> None:
-    """Copy the score, depth, nodes and pv of an `info` line into `result` (only lines with a score)."""
+    """Copy the score, depth, nodes, nps, time and pv of an `info` line into `result` (only lines with a score)."""
     tokens = line.split()
     if "score" not in tokens:
         return
-    cp = mate = depth = nodes = None
+    cp = mate = depth = nodes = nps = engine_ms = None
     pv: list[str] = []
     i = 1
     while i < len(tokens):
@@ -129,12 +132,17 @@ def _parse_info(line: str, result: SearchResult) -> None:
                 depth = int(nxt)
             elif tok == "nodes":
                 nodes = int(nxt)
+            elif tok == "nps":
+                nps = int(nxt)
+            elif tok == "time":
+                engine_ms = int(nxt)
         except ValueError:
             return  # a malformed line says nothing we can trust
         i += 1
     if cp is None and mate is None:
         return
     result.score_cp, result.mate, result.depth, result.nodes, result.pv = cp, mate, depth, nodes, pv
+    result.nps, result.engine_ms = nps, engine_ms
 
 
 class UsiClient:

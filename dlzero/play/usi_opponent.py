@@ -61,6 +61,7 @@ class UsiOpponent:
         byoyomi = byoyomi_of(go)
         self.flag_ms = None if tolerance_ms is None or byoyomi is None else byoyomi + tolerance_ms
         self._spec = (command, timeout_s, options, tolerance_ms)
+        self.searched: list[int] = []  # what each move searched (its last scored `info`: nps x time), if it said
         self.engine = UsiClient(command, name=name, options=options, timeout_s=timeout_s)
         self._replicas: dict[int, UsiOpponent] = {}
 
@@ -73,6 +74,12 @@ class UsiOpponent:
             command, timeout_s, options, tolerance_ms = self._spec
             self._replicas[slot] = UsiOpponent(self.name, command, self.go, timeout_s, options, tolerance_ms)
         return self._replicas[slot]
+
+    def searched_per_move(self) -> float | None:
+        """The mean nodes (dlzero: playouts) a move searched over this engine's moves, its replicas' too;
+        None if it never said (an engine whose `info` lines give no `nps` and `time`)."""
+        counts = self.searched + [n for r in self._replicas.values() for n in r.searched]
+        return sum(counts) / len(counts) if counts else None
 
     def start(self) -> None:
         """Start the engine and announce a game (idempotent)."""
@@ -93,6 +100,8 @@ class UsiOpponent:
         board = game.board
         result = self.engine.go(board, self.go)
         game.move_ms[len(board.history)] = result.time_ms
+        if result.nps is not None and result.engine_ms is not None:
+            self.searched.append(round(result.nps * result.engine_ms / 1000))
         if self.flag_ms is not None and result.time_ms > self.flag_ms:
             log.warning("engine '%s' answered after %.0f ms (byoyomi %d + tolerance %d ms) in %s: it loses on time",
                         self.name, result.time_ms, byoyomi_of(self.go), self.flag_ms - byoyomi_of(self.go),
