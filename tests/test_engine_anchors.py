@@ -347,7 +347,7 @@ def test_dlzero_match_plays_an_engine_on_the_clock_and_says_what_it_lost_on_time
     assert "W-D-L 2-0-0 (for A)" in out
     [line] = [x for x in out.splitlines() if x.startswith("B on the clock:")]
     assert line.startswith("B on the clock: 2 moves") and line.endswith("lost on time: 2")
-    assert "game ends: time 2" in err
+    assert "game ends: time 2" in err and "cpu flags: " in out
 
 
 def test_what_a_move_searched_is_its_last_scored_info_lines_nps_times_time():

@@ -133,7 +133,12 @@ def run(args: argparse.Namespace) -> int:
     print(summary(result, args.model_a, args.model_b))
     searched = {side: player.searched_per_move() for side, player in zip("AB", sides, strict=True)
                 if isinstance(player, UsiOpponent)}
-    for line in clock_lines(result, searched):
+    lines = clock_lines(result, searched)
+    if lines:  # the speed an engine searched at depends on the CPU's vector units
+        from dlzero.cpu import cpu_flags
+
+        lines.append(f"cpu flags: {cpu_flags()}")
+    for line in lines:
         print(line)
     reasons = Counter(g.reason for g in result.games)
     print("game ends: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())), file=sys.stderr)
