@@ -479,6 +479,8 @@ class RateConfig:
     engines: list = _field([], None, "outside USI engines as NAME=COMMAND; they join the anchor pool")
     engine_go: str = _field("byoyomi 1000", None, "what follows 'go' for outside engines (e.g. nodes 800)")
     engine_timeout_s: float = _field(120.0, _positive, "an outside engine silent this long is an error")
+    clock_tolerance_ms: int = _field(50, _non_negative, "an outside engine given a byoyomi loses on time when "
+                                     "its move takes longer than the byoyomi plus this (the pipe's allowance)")
     openings: str = _field("", None, "opening suite of rating games and `dlzero match`; empty: the shipped "
                            "configs/openings/rating.txt, which no teacher or self-play game starts from")
     games: int = _field(20, _even, "games per pairing; `dlzero rate` tops every pairing up to this many")

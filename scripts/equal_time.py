@@ -9,8 +9,11 @@ name (GPS Shogi, Fairy-Stockfish, miniosl, alpha-beta, another `usi:` engine). G
 from the rating suite (configs/openings/rating.txt, which no teacher or self-play game starts from),
 `--parallel` games at once (2 on a 2-core machine: each game has one engine thinking at a time). The games are
 kept in WORK as `dlzero rate` batches, so a rerun tops a pairing up to `--games` and plays nothing else.
-Prints each pairing's W-D-L and score with its 95 % Wilson interval, and the CPU's flags; with `--csv`, sets
-the rows of this network in that file (`network, opponent, time_control, wins, draws, losses`).
+Prints each pairing's W-D-L and score with its 95 % Wilson interval, its games lost on time by each side, and
+the CPU's flags; with `--csv`, sets the rows of this network in that file (`network, opponent, time_control,
+wins, draws, losses`). The clock is enforced: a move of an engine given a byoyomi (dlzero's always) that takes
+longer than the byoyomi plus `--tolerance` ms (rate.clock_tolerance_ms) loses the game on time, and each game
+keeps its moves' times (`move_ms` in the batch files).
 
 `--sprt ELO0,ELO1` makes each pairing the match fixed in advance that decides whether a candidate replaces the
 shipped network: games come `--step` at a time and stop once Wald's SPRT (independent games, `--alpha`,
@@ -53,9 +56,10 @@ def our_engine(network: str, byoyomi: int) -> str:
     return f"usi:{dlzero} usi --model {network};Threads=1;EvalStreams=1;byoyomi={byoyomi}"
 
 
-def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int]:
-    """`me`'s wins, draws and losses against `opponent` over every stored game."""
-    w = d = lo = 0
+def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int, int, int]:
+    """`me`'s wins, draws and losses against `opponent` over every stored game, and the games lost on time
+    by `me` and by `opponent`."""
+    w = d = lo = my_flags = their_flags = 0
     for _, batch in load_batches(rd)[0]:
         if set(batch.players) != {me, opponent}:
             continue
@@ -67,7 +71,10 @@ def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int]:
                 w += 1
             else:
                 lo += 1
-    return w, d, lo
+            if g.get("reason") == "time":
+                my_flags += g.get("winner") != side
+                their_flags += g.get("winner") == side
+    return w, d, lo, my_flags, their_flags
 
 
 def sprt_verdict(w: int, d: int, lo: int, bounds: tuple[float, float], alpha: float, beta: float,
@@ -112,6 +119,8 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.1, help="SPRT's false-H1 rate")
     parser.add_argument("--beta", type=float, default=0.1, help="SPRT's false-H0 rate")
     parser.add_argument("--step", type=int, default=10, help="with --sprt: games between looks (even)")
+    parser.add_argument("--tolerance", type=int, help="ms past its byoyomi before a move loses on time "
+                        "(rate.clock_tolerance_ms; default: the config's)")
     args = parser.parse_args()
     bounds = None
     if args.sprt:
@@ -133,9 +142,13 @@ def main() -> None:
             parse_anchor(name)
         except ValueError as exc:
             sys.exit(f"equal_time.py: {exc}")
-    cfg = load_config(resolve_config_path("tiny"), [f"rate.games={args.games}", f"rate.parallel={args.parallel}"])
+    overrides = [f"rate.games={args.games}", f"rate.parallel={args.parallel}"]
+    if args.tolerance is not None:
+        overrides.append(f"rate.clock_tolerance_ms={args.tolerance}")
+    cfg = load_config(resolve_config_path("tiny"), overrides)
     rd = RunDir.open(args.work) if (args.work / "config.yaml").exists() else RunDir.create(args.work, cfg)
-    print(f"{net.name} at byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1; cpu: {cpu_flags()}", flush=True)
+    print(f"{net.name} at byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1, a move later than "
+          f"{args.byoyomi + cfg.rate.clock_tolerance_ms} ms loses on time; cpu: {cpu_flags()}", flush=True)
     control = f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1"
     rows = []
     for opponent in opponents:
@@ -144,13 +157,14 @@ def main() -> None:
             target = min(target, args.games)
             one = dataclasses.replace(cfg, rate=dataclasses.replace(cfg.rate, anchors=[opponent, me], games=target))
             rate(rd, one, [], progress=sys.stderr.isatty())
-            w, d, lo = tally(rd, me, opponent)
+            w, d, lo, my_flags, their_flags = tally(rd, me, opponent)
             if bounds and (verdict := sprt_verdict(w, d, lo, bounds, args.alpha, args.beta, target >= args.games)):
                 print(f"{net.name} vs {opponent}: SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, "
                       f"beta {args.beta:g}): {verdict}", flush=True)
                 break
         s, low, high = score_interval(w, d, lo)
-        print(f"{net.name} vs {opponent}: {w}-{d}-{lo}, score {s:.3f} [{low:.3f}, {high:.3f}]", flush=True)
+        print(f"{net.name} vs {opponent}: {w}-{d}-{lo}, score {s:.3f} [{low:.3f}, {high:.3f}]; lost on time: "
+              f"{my_flags} by {net.name}, {their_flags} by the opponent", flush=True)
         rows.append({"network": net.name, "opponent": opponent, "time_control": control,
                      "wins": w, "draws": d, "losses": lo})
     if args.csv:

@@ -104,6 +104,21 @@ def test_bench_search_layouts(workdir):
     assert "--rounds" in line
 
 
+def test_bench_search_byoyomi_times_every_move_alone_and_side_by_side(workdir):
+    """`bench search --byoyomi`: the shipped network as a GUI runs it, a row per margin and engine count with
+    the playouts a move and the moves' wall times; a margin too large for the byoyomi still answers."""
+    proc = dlzero("bench", "search", "--byoyomi", "300", "--margins", "100", "--positions", "2", "--side-by-side",
+                  "--json", cwd=workdir, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert [(r["margin"], r["engines"], r["moves"]) for r in rows] == [(100, 1, 2), (100, 2, 4)]
+    for r in rows:
+        assert r["playouts_per_move"] > 0 and r["cpu_flags"] and 0 < r["search_ms_max"] <= r["time_ms_max"]
+        assert 0 < r["time_ms_median"] <= r["time_ms_p95"] <= r["time_ms_max"] < 5000
+    line = _one_line_error(dlzero("bench", "search", "--byoyomi", "300", "--positions", "0", cwd=workdir))
+    assert "--positions" in line
+
+
 def test_bench_train_variants(workdir):
     """`bench train`: a row per precision/layout with its speed against the first, the CPU's flags in
     every JSON row; a malformed variant is a one-line error."""

@@ -26,8 +26,9 @@ from dlzero.config import load_config
 from dlzero.errors import ConfigError
 from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
 from dlzero.gating.arena import play_match
-from dlzero.gating.rating import load_batches
-from dlzero.play.usi_client import Go, UsiClient, UsiClientError, position_command
+from dlzero.gating.rating import load_batches, stored_game
+from dlzero.play.usi_client import Go, SearchResult, UsiClient, UsiClientError, _parse_info, position_command
+from dlzero.play.usi_opponent import UsiOpponent, byoyomi_of
 from dlzero.rundir import RunDir
 
 FAKE_ENGINE = '''#!{python}
@@ -294,6 +295,79 @@ def test_engine_games_run_at_once_each_with_processes_of_its_own(fake_engine, tm
     searches = [(int(p), float(a), float(b)) for p, a, b in (line.split() for line in go_log.read_text().splitlines())]
     overlapping = sum(1 for p, a, b in searches for q, c, d in searches if p < q and a < d and c < b)
     assert overlapping > 0, "no two searches of different processes ran at the same time"
+
+
+# -- the clock ------------------------------------------------------------------------------------
+def _clocked_match(path: Path, delay_ms: int, byoyomi_ms: int, tolerance_ms: int, tmp_path: Path):
+    engine = engine_anchor(f"usi:'{path}';DelayMs={delay_ms};byoyomi={byoyomi_ms}", 60, tolerance_ms)
+    try:
+        return play_match(engine, RandomMover(0), 2, load_config(None, ["gate.max_moves=30"]),
+                          names=("engine", "random"), record_dir=tmp_path / "csa")
+    finally:
+        engine.close()
+
+
+def test_an_engine_answering_after_its_byoyomi_loses_on_time_and_the_record_says_when(fake_engine, tmp_path):
+    """300 ms for a byoyomi of 100 (tolerance 50): its first answer is too late, the move is not played,
+    the game is lost on time, and the record keeps the late answer's time (a CSA %TIME_UP, the rating
+    batch's move_ms)."""
+    path, _ = fake_engine
+    result = _clocked_match(path, 300, 100, 50, tmp_path)
+    assert (result.wins, result.draws, result.losses) == (0, 0, 2)
+    for game in result.games:
+        assert game.reason == "time" and game.winner == (cshogi.WHITE if game.a_is_black else cshogi.BLACK)
+        assert len(game.move_ms) == len(game.moves) + 1 and game.move_ms[-1] >= 300
+        assert all(ms is None for ms in game.move_ms[:-1])  # the opening's and the random mover's moves
+        assert stored_game(game, "engine", "random")["move_ms"] == game.move_ms
+        csa = (tmp_path / "csa" / f"game-{game.index:03d}.csa").read_text()
+        assert "%TIME_UP" in csa and f"the move came after {game.move_ms[-1]} ms" in csa
+
+
+def test_an_engine_answering_in_time_keeps_playing_with_each_move_timed(fake_engine, tmp_path):
+    path, _ = fake_engine
+    result = _clocked_match(path, 0, 1000, 50, tmp_path)
+    assert result.n_games == 2 and all(g.reason != "time" for g in result.games)
+    for game in result.games:
+        board = cshogi.Board(game.start_sfen)
+        engine_side = cshogi.BLACK if game.a_is_black else cshogi.WHITE
+        assert len(game.move_ms) == len(game.moves)
+        for ply, (move, ms) in enumerate(zip(game.moves, game.move_ms, strict=True)):
+            if ply >= game.opening_plies and board.turn == engine_side:
+                assert ms is not None and 0 <= ms < 1050
+            else:
+                assert ms is None
+            board.push(move)
+
+
+def test_dlzero_match_plays_an_engine_on_the_clock_and_says_what_it_lost_on_time(fake_engine, capsys):
+    path, _ = fake_engine
+    slow = f"usi:{sys.executable} '{path}';DelayMs=200;byoyomi=100"
+    assert main(["match", "random", slow, "--games", "2", "--tolerance", "20", "--set", "gate.max_moves=30"]) == 0
+    out, err = capsys.readouterr()
+    assert "W-D-L 2-0-0 (for A)" in out
+    [line] = [x for x in out.splitlines() if x.startswith("B on the clock:")]
+    assert line.startswith("B on the clock: 2 moves") and line.endswith("lost on time: 2")
+    assert "game ends: time 2" in err and "cpu flags: " in out
+
+
+def test_what_a_move_searched_is_its_last_scored_info_lines_nps_times_time():
+    result = SearchResult(bestmove="")
+    _parse_info("info depth 3 seldepth 3 nodes 900 nps 2000 time 750 score cp 12 pv 7g7f", result)
+    assert (result.nodes, result.nps, result.engine_ms, result.score_cp) == (900, 2000, 750, 12)
+    opponent = UsiOpponent("x", "engine", "byoyomi 1000")
+    assert opponent.searched_per_move() is None
+    opponent.searched += [1500, 2500]
+    opponent.replica(1).searched.append(2000)
+    assert opponent.searched_per_move() == 2000
+
+
+def test_the_clock_is_the_byoyomi_of_go_and_only_with_a_tolerance():
+    assert byoyomi_of(Go(byoyomi_ms=700)) == 700 and byoyomi_of(Go(nodes=5)) is None
+    assert byoyomi_of("btime 0 wtime 0 byoyomi 1000") == 1000 and byoyomi_of("movetime 300") == 300
+    assert byoyomi_of("nodes 800") is None and byoyomi_of("byoyomi") is None
+    assert UsiOpponent("x", "engine", "byoyomi 1000", tolerance_ms=50).flag_ms == 1050
+    assert UsiOpponent("x", "engine", "byoyomi 1000").flag_ms is None
+    assert UsiOpponent("x", "engine", "nodes 800", tolerance_ms=50).flag_ms is None
 
 
 def test_an_engine_that_dies_in_one_thread_ends_the_match_with_its_error(fake_engine, tmp_path):

@@ -88,6 +88,15 @@ def register(sub) -> None:
                          "(default: inference.threads x search.eval_streams)")
     ps.add_argument("--rounds", type=int, default=1,
                     help="repeat each measurement and report medians (the network is timed around every search)")
+    ps.add_argument("--byoyomi", type=int, metavar="MS",
+                    help="instead: playouts a move and each move's wall time at this byoyomi, `dlzero usi` with "
+                         "Threads 1 and EvalStreams 1 on rating-suite positions (--model: default the shipped network)")
+    ps.add_argument("--margins", type=_ints, default=None,
+                    help="with --byoyomi: comma-separated ByoyomiMargin values compared in one run "
+                         "(default: usi.byoyomi_margin_ms)")
+    ps.add_argument("--positions", type=int, default=8, help="with --byoyomi: rating-suite positions searched")
+    ps.add_argument("--side-by-side", action="store_true",
+                    help="with --byoyomi: also two engines searching at once (two games on one machine)")
     ps.add_argument("--json", action="store_true", help="one JSON object per line")
     ps.set_defaults(func=run_search)
     _register_alphabeta(bsub)
@@ -190,6 +199,16 @@ def run_search(args: argparse.Namespace) -> int:
     from dlzero.bench.search import bench_search, parse_layouts
 
     cfg = config_from_args(args)
+    if args.byoyomi is not None:
+        from dlzero.bench.clock import bench_byoyomi
+
+        margins = args.margins or [cfg.usi.byoyomi_margin_ms]
+        rows = _with_cpu(bench_byoyomi(cfg, args.model, args.byoyomi, margins, args.positions, args.side_by_side,
+                                       args.rounds), args.json)
+        _print_rows(rows, args.json, ["byoyomi", "margin", "engines", "moves", "playouts_per_move",
+                                      "time_ms_median", "time_ms_p95", "time_ms_max", "late", "search_ms_max",
+                                      "after_ms_max"])
+        return 0
     rows = _with_cpu(bench_search(args.evaluators, args.batch, args.model, cfg, args.playouts,
                                   algorithms=args.algorithms or [cfg.search.algorithm],
                                   layouts=parse_layouts(args.layouts) if args.layouts else None, rounds=args.rounds),

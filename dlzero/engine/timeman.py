@@ -4,6 +4,18 @@ Budget (dlshogi's rule): remaining / (14 + max(0, 30 - ply)) + increment, at lea
 The hard limit is everything the clock allows minus the margins, and never less than zero. The
 search may stop early once the best move cannot be overtaken, and may extend up to twice the
 budget when the position is critical (the top two moves are close).
+
+Margins. `byoyomi_margin` (USI `ByoyomiMargin`) comes off a byoyomi or `movetime`: the engine answers
+at byoyomi - margin (target and hard limit alike: there is nothing to save a byoyomi for), so the margin
+is what the search may run past its limit on this machine plus the pipe to the GUI (measured by
+`dlzero bench search --byoyomi`, docs/usi-options.md). `time_margin` (`TimeMargin`) is main time never
+planned: the reserve that absorbs a move slower than planned, and what a game on main time leaves when
+it ends. On main time every move also costs about MOVE_COST_MS beyond its plan (root checks, the step
+that notices the limit, the drain, the pipe): the increment pays for it first (a Fischer move is planned
+at its share of the main time plus increment - MOVE_COST_MS, so the overshoot of every move does not
+bleed the reserve), and what the increments do not pay is held back for this side's moves still to come
+up to GAME_PLIES. Without that, dlshogi's divisor spends the main time geometrically, and a 300-ply
+sudden-death game flagged once the spendable time was gone (tests/test_timeman.py plays the clock out).
 """
 
 from __future__ import annotations
@@ -11,6 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import cshogi
+
+# The game length the main time is planned for: the cost of this side's moves up to this ply is kept
+# back. 320 plies: the longest rule in use (WCSC's; floodgate's 256), beyond the issue's 300.
+GAME_PLIES = 320
+# What a move on main time costs beyond its plan: two search steps of the shipped network on a loaded
+# machine (64 leaves a step, about 45 ms at load 10 on 2 cores; 13 ms idle) and the pipe (under 15 ms).
+MOVE_COST_MS = 100
+# The least a move is planned: move at once (a plan of 0 would be no clock at all).
+MIN_PLAN_MS = 10
 
 
 @dataclass
@@ -65,15 +86,21 @@ def allocate(limits: Limits, turn: int, ply: int, byoyomi_margin: int, time_marg
     remaining = limits.btime if turn == cshogi.BLACK else limits.wtime
     inc = limits.binc if turn == cshogi.BLACK else limits.winc
     byoyomi = max(limits.byoyomi - byoyomi_margin, 0)
-    # The main time may be spent down to `time_margin`; after that only byoyomi/increment remain.
-    spendable = max(remaining - time_margin, 0)
-    target = spendable / (14 + max(0, 30 - ply)) + inc
+    # the increment less a move's cost: what a move may take beyond its share of the main time
+    increment = max(inc - MOVE_COST_MS, 0) if not limits.byoyomi else 0
+    # The main time may be spent down to `time_margin` and the cost of the moves still to come (what their
+    # increments do not pay); after that only byoyomi/increment remain.
+    moves_left = max(GAME_PLIES - ply, 0) // 2
+    held_back = 0 if limits.byoyomi else moves_left * max(MIN_PLAN_MS + MOVE_COST_MS - inc, 0)
+    spendable = max(remaining - time_margin - held_back, 0)
+    target = spendable / (14 + max(0, 30 - ply)) + increment
     target = max(target, byoyomi)
-    hard = spendable + byoyomi + (max(inc - byoyomi_margin, 0) if not limits.byoyomi else 0)
-    if hard <= 0:
-        hard = max(min(remaining, 100) - 50, 10)  # nearly flagged: move at once
+    # never past the clock this move starts with, less its cost: a GUI that adds the increment after the move
+    # (as CSA servers do) flags a move that counted on it; one that adds it before has put it in `remaining`
+    hard = min(spendable + increment, max(remaining - MOVE_COST_MS, 0)) + byoyomi
+    hard = max(hard, MIN_PLAN_MS)  # nothing left to plan: move at once
     target = min(target, hard)
-    return TimeBudget(max(target, 10.0), max(hard, 10.0))
+    return TimeBudget(max(target, MIN_PLAN_MS), hard)
 
 
 def can_stop_early(best_visits: float, second_visits: float, playouts_per_ms: float, ms_left: float) -> bool:

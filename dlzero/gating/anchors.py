@@ -80,24 +80,26 @@ def engine_program(kind: str) -> str:
     return found
 
 
-def engine_anchor(name: str, timeout_s: float = 120.0) -> UsiOpponent:
+def engine_anchor(name: str, timeout_s: float = 120.0, tolerance_ms: int | None = None) -> UsiOpponent:
     """The chooser of an engine anchor (not started: the process starts on its first move). A missing
-    executable is an error now, before any game is played."""
+    executable is an error now, before any game is played. `tolerance_ms`: an anchor whose name gives a
+    byoyomi loses on time past it plus this (None: never flagged; GPS Shogi's cap is no clock)."""
     spec = parse_anchor(name)
+    clock = tolerance_ms if spec.setting("byoyomi") else None
     if spec.kind == "gpsshogi":
         options: dict[str, object] = {"LimitDepth": spec.setting("depth"), "BookDepth": 0, "Thread": 1}
         go = Go(byoyomi_ms=spec.setting("byoyomi") or GPS_BYOYOMI_CAP_MS)
-        return UsiOpponent(name, [engine_program(spec.kind)], go, timeout_s, options)
+        return UsiOpponent(name, [engine_program(spec.kind)], go, timeout_s, options, clock)
     if spec.kind == "fairy-stockfish":
         options = {"UCI_Variant": "shogi", "Skill Level": spec.setting("skill"), "Threads": 1}
         go = Go(byoyomi_ms=spec.setting("byoyomi"), nodes=spec.setting("nodes"))
-        return UsiOpponent(name, [engine_program(spec.kind)], go, timeout_s, options)
+        return UsiOpponent(name, [engine_program(spec.kind)], go, timeout_s, options, clock)
     if spec.kind == "usi":
         argv = shlex.split(spec.value)
         if not argv or shutil.which(argv[0]) is None:
             raise UsiClientError(f"anchor '{name}': no engine at '{argv[0] if argv else spec.value}'")
         go = Go(byoyomi_ms=spec.setting("byoyomi"), nodes=spec.setting("nodes"), depth=spec.setting("depth"))
-        return UsiOpponent(name, argv, go, timeout_s, dict(spec.options))
+        return UsiOpponent(name, argv, go, timeout_s, dict(spec.options), clock)
     raise ValueError(f"'{name}' is not an engine anchor (one of: {ANCHOR_FORMS})")
 
 

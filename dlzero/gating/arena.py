@@ -17,7 +17,8 @@ once it is complete: the SPRT (`sprt=True`) and the Elo interval use the pentano
 Game end, checked after every move by the rules every game is played by (`dlzero.play.play_rules`,
 self-play's too): repetition at the fourth occurrence (draw, or a loss for the side that gave
 perpetual check), no legal move (mated), the entering-king declaration (the side to move wins), the
-move cap (draw), and resignation.
+move cap (draw), and resignation; an outside engine that answers after its byoyomi loses on time
+(`dlzero.play.usi_opponent`), and each game's record keeps every timed move's wall time.
 
 Each finished game can be written as a CSA V2.2 record, atomically, for people to replay.
 """
@@ -39,6 +40,7 @@ from dlzero.data.atomic import atomic_write_text
 from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
 from dlzero.play import (
+    END_TIME,
     RANDOM,
     Game,
     MoveChooser,
@@ -66,7 +68,10 @@ class MatchRecord:
     opening_plies: int
     moves: list[int]
     winner: int | None  # cshogi.BLACK, cshogi.WHITE, or None for a draw
-    reason: str         # mate, resign, repetition, perpetual_check, declaration, max_moves
+    reason: str         # mate, resign, repetition, perpetual_check, declaration, max_moves, time
+    # wall ms of each move by a clocked player (an outside engine), aligned with `moves` (None: not timed),
+    # and one more entry after them, the late answer, when the game was lost on time
+    move_ms: list[int | None] = field(default_factory=list)
 
     @property
     def score_a(self) -> float:
@@ -82,11 +87,14 @@ class MatchRecord:
         out.write(f"V2.2\nN+{black}\nN-{white}\n$EVENT:dlzero arena game {self.index}\n")
         board = cshogi.Board(self.start_sfen)
         out.write("PI\n+\n" if self.start_sfen == cshogi.STARTING_SFEN else board.csa_pos())
-        for move in self.moves:
+        for ply, move in enumerate(self.moves):
             out.write(("+" if board.turn == cshogi.BLACK else "-") + cshogi.move_to_csa(move) + "\n")
+            if ply < len(self.move_ms) and self.move_ms[ply] is not None:
+                out.write(f"'dlzero: {self.move_ms[ply]} ms\n")
             board.push(move)
         out.write(_end_code(self, board.turn) + "\n")
-        out.write(f"'dlzero: {self.reason}, opening {self.opening_plies} plies\n")
+        late = f", the move came after {self.move_ms[-1]} ms" if self.reason == END_TIME and self.move_ms else ""
+        out.write(f"'dlzero: {self.reason}{late}, opening {self.opening_plies} plies\n")
         return out.getvalue()
 
 
@@ -96,6 +104,8 @@ def _end_code(game: MatchRecord, to_move: int) -> str:
         return "%TORYO"
     if game.reason == "declaration":
         return "%KACHI"
+    if game.reason == END_TIME:  # the side to move did not move in time
+        return "%TIME_UP"
     if game.reason == "repetition":
         return "%SENNICHITE"
     if game.reason == "perpetual_check":  # V2.2 has no code of its own: an illegal action by the checker
@@ -228,8 +238,12 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     def finish(game: _Playing) -> None:
         if result.decision != "continue":
             return  # the test has decided: games still running are dropped
+        moves = list(game.board.history)
+        timed = len(moves) + (game.end.reason == END_TIME)
+        move_ms = [round(game.move_ms[i]) if i in game.move_ms else None for i in range(timed)] \
+            if game.move_ms else []
         record = MatchRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
-                           list(game.board.history), game.end.winner, game.end.reason)
+                             moves, game.end.winner, game.end.reason, move_ms)
         partner = record.index ^ 1
         if partner >= n_games:  # the last game of an odd count: no pair, counts alone
             count(record)

@@ -336,9 +336,12 @@ def _batch_path(rd: RunDir, a: str, b: str, settings: dict[str, Any], start: int
 def stored_game(game: MatchRecord, a: str, b: str) -> dict[str, Any]:
     """A finished match game as a batch file keeps it (`a` and `b`: the players' names)."""
     winner = None if game.winner is None else ("black" if game.winner == cshogi.BLACK else "white")
-    return {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
-            "winner": winner, "reason": game.reason, "plies": len(game.moves), "start_sfen": game.start_sfen,
-            "opening_plies": game.opening_plies, "moves": " ".join(cshogi.move_to_usi(m) for m in game.moves)}
+    stored = {"game": game.index, "black": a if game.a_is_black else b, "white": b if game.a_is_black else a,
+              "winner": winner, "reason": game.reason, "plies": len(game.moves), "start_sfen": game.start_sfen,
+              "opening_plies": game.opening_plies, "moves": " ".join(cshogi.move_to_usi(m) for m in game.moves)}
+    if game.move_ms:  # an outside engine's wall ms a move (null: the other side's), the late answer last on time
+        stored["move_ms"] = game.move_ms
+    return stored
 
 
 class _Sides:
@@ -351,10 +354,11 @@ class _Sides:
         self.engines: dict[str, UsiOpponent] = {}
         try:
             for name, cmd in engines.items():
-                self.engines[name] = UsiOpponent(name, cmd, cfg.rate.engine_go, cfg.rate.engine_timeout_s)
+                self.engines[name] = UsiOpponent(name, cmd, cfg.rate.engine_go, cfg.rate.engine_timeout_s,
+                                                 tolerance_ms=cfg.rate.clock_tolerance_ms)
             for name in dict.fromkeys(players):
                 if is_engine(name):
-                    self.engines[name] = engine_anchor(name, cfg.rate.engine_timeout_s)
+                    self.engines[name] = engine_anchor(name, cfg.rate.engine_timeout_s, cfg.rate.clock_tolerance_ms)
         except BaseException:
             self.close()
             raise

@@ -20,10 +20,10 @@ What is not play stays with its stage: training targets, resignation and playout
 """
 
 from dlzero.play.driver import Played, concurrent_slots, play_concurrently, play_lockstep
-from dlzero.play.game import END_RESIGN, Game, MoveChooser, play_move, play_rules
+from dlzero.play.game import END_RESIGN, END_TIME, Game, MoveChooser, play_move, play_rules
 from dlzero.play.players import RANDOM, RandomMover, SearchPlayer
 
 __all__ = [
-    "END_RESIGN", "RANDOM", "Game", "MoveChooser", "Played", "RandomMover", "SearchPlayer", "concurrent_slots",
-    "play_concurrently", "play_lockstep", "play_move", "play_rules",
+    "END_RESIGN", "END_TIME", "RANDOM", "Game", "MoveChooser", "Played", "RandomMover", "SearchPlayer",
+    "concurrent_slots", "play_concurrently", "play_lockstep", "play_move", "play_rules",
 ]

@@ -18,6 +18,7 @@ from dlzero.game_end import GameRules, Verdict
 from dlzero.search import Tree
 
 END_RESIGN = "resign"  # Verdict.reason of a game a player resigned (the rules' own reasons: dlzero.game_end)
+END_TIME = "time"  # Verdict.reason of a game lost on time: a clocked player answered after its byoyomi
 
 
 def play_rules(max_moves: int, declaration: str) -> GameRules:
@@ -35,7 +36,9 @@ class Game:
     `board` holds the whole game from where its history starts (an opening's moves included).
     `seats` says which player of the driver's list plays Black and which White ((0, 0): one player
     plays both sides, as in self-play). `trees` holds each searching player's tree of this game, by
-    player; `play_move` advances them all. `end` is set once the game is over.
+    player; `play_move` advances them all. `end` is set once the game is over. `move_ms`: the wall time
+    of each move a clocked player made (an outside engine: `go` to `bestmove`), by its index in the board's
+    history; a move that came too late and lost on time is kept at the index it would have had.
     """
 
     board: cshogi.Board
@@ -44,6 +47,7 @@ class Game:
     opening_plies: int = 0  # the first plies of the board's history, which came from the opening
     trees: dict[object, Tree] = field(default_factory=dict)
     end: Verdict | None = None
+    move_ms: dict[int, float] = field(default_factory=dict)
 
     @property
     def played(self) -> int:

@@ -9,7 +9,10 @@ positions) can use the same five calls:
         result = engine.go(board, Go(byoyomi_ms=100))   # result.bestmove, result.score_cp, result.mate
 
 Why a process per engine and a reader thread: the engine's stdout is read by a daemon thread into a
-queue, so every wait has a deadline (`timeout_s`) and a hung engine cannot hang the caller; its stderr
+queue, so every wait has a deadline (`timeout_s`) and a hung engine cannot hang the caller; the thread
+stamps each line as it reads it, so a search's time (`go` written to `bestmove` read, `time_ms`) is the
+engine's and the pipe's, not however long the caller took to look (scripts/clock_delay.py measures
+that delay: a quarter of a millisecond, docs/usi-options.md); its stderr
 is kept (last lines) so that the error for an engine that died says why. Options are checked against
 the ones the engine lists in its `usi` reply, so a misspelt option is an error naming the valid ones
 instead of a silently ignored `setoption`. Engines are killed when closed, when the `with` block is
@@ -73,7 +76,9 @@ class SearchResult:
 
     `bestmove` is a USI move or `resign` / `win`. `score_cp` is from the side to move; `mate` is the
     signed number of plies to mate (positive: the side to move mates; an engine that prints a bare
-    `mate +` / `mate -` gives +1 / -1).
+    `mate +` / `mate -` gives +1 / -1). `time_ms`: wall time from writing `go` to reading `bestmove`,
+    what a clock run by this side would charge the engine. `nps` and `engine_ms` are the last scored
+    `info` line's (the engine's own speed and time), so `nps * engine_ms / 1000` is what it searched.
     """
 
     bestmove: str
@@ -83,6 +88,9 @@ class SearchResult:
     depth: int | None = None
     nodes: int | None = None
     pv: list[str] = field(default_factory=list)
+    time_ms: float = 0.0
+    nps: int | None = None
+    engine_ms: int | None = None
 
 
 def position_command(board: cshogi.Board) -> str:
@@ -96,11 +104,11 @@ def _option_value(value: object) -> str:
 
 
 def _parse_info(line: str, result: SearchResult) -> None:
-    """Copy the score, depth, nodes and pv of an `info` line into `result` (only lines with a score)."""
+    """Copy the score, depth, nodes, nps, time and pv of an `info` line into `result` (only lines with a score)."""
     tokens = line.split()
     if "score" not in tokens:
         return
-    cp = mate = depth = nodes = None
+    cp = mate = depth = nodes = nps = engine_ms = None
     pv: list[str] = []
     i = 1
     while i < len(tokens):
@@ -124,12 +132,17 @@ def _parse_info(line: str, result: SearchResult) -> None:
                 depth = int(nxt)
             elif tok == "nodes":
                 nodes = int(nxt)
+            elif tok == "nps":
+                nps = int(nxt)
+            elif tok == "time":
+                engine_ms = int(nxt)
         except ValueError:
             return  # a malformed line says nothing we can trust
         i += 1
     if cp is None and mate is None:
         return
     result.score_cp, result.mate, result.depth, result.nodes, result.pv = cp, mate, depth, nodes, pv
+    result.nps, result.engine_ms = nps, engine_ms
 
 
 class UsiClient:
@@ -150,10 +163,12 @@ class UsiClient:
         self.available: dict[str, str] = {}  # option name -> the rest of its `option` line
         self._options = {k: _option_value(v) for k, v in (options or {}).items()}
         self._proc: subprocess.Popen | None = None
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._lines: queue.Queue[tuple[str, float] | None] = queue.Queue()
+        self.last_search_ms = 0.0  # the last `search`'s time: `go` written to `bestmove` read (monotonic clock)
         self._stderr: deque[str] = deque(maxlen=20)
         self._ready = False  # handshake done and nothing sent since that needs `isready`
         self._polite = False  # the engine answered `usi`: it can be asked to quit
+        self._read_at = 0.0  # when the line `_lines_until` yielded last was read (monotonic clock)
 
     def __enter__(self) -> UsiClient:
         self.start()
@@ -222,7 +237,7 @@ class UsiClient:
         text after `go `); the engine's best move and its last score. An engine silent for `timeout_s`
         (default: the engine's) is an error, and the engine is closed."""
         infos, reply = self.search(position, limits, timeout_s)
-        result = SearchResult(bestmove=reply[1] if len(reply) > 1 else "")
+        result = SearchResult(bestmove=reply[1] if len(reply) > 1 else "", time_ms=self.last_search_ms)
         if len(reply) > 3 and reply[2] == "ponder":
             result.ponder = reply[3]
         for line in infos:
@@ -231,19 +246,22 @@ class UsiClient:
 
     def search(self, position: cshogi.Board | str, limits: Go | str,
                timeout_s: float | None = None) -> tuple[list[str], list[str]]:
-        """`go`'s search, raw: every `info` line (MultiPV readers need them all) and the bestmove line's words."""
+        """`go`'s search, raw: every `info` line (MultiPV readers need them all) and the bestmove line's words;
+        its time is left in `last_search_ms`."""
         self.start()
         if not self._ready:
             self._isready()
         command = position_command(position) if isinstance(position, cshogi.Board) else f"position {position}"
         go = limits.command() if isinstance(limits, Go) else limits
         self._send(command)
+        sent = time.monotonic()
         self._send(f"go {go}".strip())
         infos: list[str] = []
         for line in self._lines_until("bestmove", timeout_s):
             if line.startswith("info "):
                 infos.append(line)
             elif line.startswith("bestmove"):
+                self.last_search_ms = (self._read_at - sent) * 1000.0
                 return infos, line.split()
         raise AssertionError("unreachable: _lines_until ends with the bestmove line")
 
@@ -278,12 +296,13 @@ class UsiClient:
             pass
         self._ready = True
 
-    def _pump(self, stream: IO[str], lines: queue.Queue[str | None] | None) -> None:
-        """Copy stdout lines into `lines` (None at the end), or keep the last stderr lines."""
+    def _pump(self, stream: IO[str], lines: queue.Queue[tuple[str, float] | None] | None) -> None:
+        """Copy stdout lines into `lines` with the moment each was read (None at the end), or keep the last
+        stderr lines."""
         try:
             for line in stream:
                 if lines is not None:
-                    lines.put(line.rstrip("\r\n"))
+                    lines.put((line.rstrip("\r\n"), time.monotonic()))
                 else:
                     self._stderr.append(line.rstrip())
         except (OSError, ValueError):
@@ -309,18 +328,19 @@ class UsiClient:
             raise error from None
 
     def _lines_until(self, head: str, timeout_s: float | None = None):
-        """The engine's lines up to and including the first whose first word is `head`."""
+        """The engine's lines up to and including the first whose first word is `head`; `_read_at` holds the
+        moment the reader thread read the line last yielded."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + limit
         while True:
             try:
-                line = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
+                item = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
                 error = self._fail(f"no '{head}' within {limit:g} s")
                 self._polite = False  # a hung engine would not read `quit` either: kill it at once
                 self.close()
                 raise error from None
-            if line is None:
+            if item is None:
                 try:
                     status = f" with status {self._proc.wait(timeout=1.0)}"
                 except subprocess.TimeoutExpired:
@@ -329,6 +349,7 @@ class UsiClient:
                 error = self._fail(f"exited{status} while we waited for '{head}'")
                 self.close()
                 raise error
+            line, self._read_at = item
             yield line
             if line.split(" ", 1)[0] == head:
                 return

@@ -10,6 +10,13 @@ state of another game can reach a move except through the engine's hash table. A
 `bestmove win` (the arena has already ended every game a declaration wins) or an illegal move loses the game;
 an engine that exits or stays silent past `timeout_s` is an error naming the engine and the tail of its
 stderr, and `close()` (which rating sessions call in a `finally`) always ends the process.
+
+The clock: with `tolerance_ms` given and a byoyomi in its `go`, each move's wall time (`go` written to
+`bestmove` read, `dlzero.play.usi_client.SearchResult.time_ms`) is checked against the byoyomi plus
+`tolerance_ms`, the allowance for the pipe and this process noticing the line (a quarter of a millisecond
+measured, scripts/clock_delay.py; the rest covers a loaded machine's scheduling). A later move loses the
+game on time (`END_TIME`) and is not played, as a GUI or a server would have flagged the engine before it
+arrived. Every move's time is kept in `Game.move_ms`, the late one too, so the record shows it.
 """
 
 from __future__ import annotations
@@ -17,26 +24,44 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-import cshogi
-
-from dlzero.play.game import Game
+from dlzero.game_end import Verdict
+from dlzero.play.game import END_TIME, Game
 from dlzero.play.usi_client import Go, UsiClient, UsiClientError
 
-__all__ = ["UsiClientError", "UsiOpponent"]
+__all__ = ["UsiClientError", "UsiOpponent", "byoyomi_of"]
 
 log = logging.getLogger("dlzero.play.usi")
+
+
+def byoyomi_of(go: Go | str) -> int | None:
+    """The byoyomi (or movetime) in ms that `go` gives the engine, None if it gives none (`nodes 800`)."""
+    if isinstance(go, Go):
+        return go.byoyomi_ms
+    words = go.split()
+    for key in ("byoyomi", "movetime"):
+        if key in words[:-1]:
+            try:
+                return int(words[words.index(key) + 1])
+            except ValueError:
+                return None
+    return None
 
 
 class UsiOpponent:
     """A `MoveChooser` backed by a USI engine process. `command` is split like a shell command line (a
     bare path or `dlzero usi --model m.onnx --set usi.playouts=64` both work); `go` is a `Go` or the
-    text after `go` (e.g. `byoyomi 1000`, `nodes 800`: whatever the engine understands)."""
+    text after `go` (e.g. `byoyomi 1000`, `nodes 800`: whatever the engine understands). `tolerance_ms`:
+    enforce the byoyomi of `go` with this allowance (None: moves are timed, never flagged)."""
 
     def __init__(self, name: str, command: str | Sequence[str], go: Go | str = "byoyomi 1000",
-                 timeout_s: float = 120.0, options: Mapping[str, object] | None = None) -> None:
+                 timeout_s: float = 120.0, options: Mapping[str, object] | None = None,
+                 tolerance_ms: int | None = None) -> None:
         self.name = name
         self.go = go
-        self._spec = (command, timeout_s, options)
+        byoyomi = byoyomi_of(go)
+        self.flag_ms = None if tolerance_ms is None or byoyomi is None else byoyomi + tolerance_ms
+        self._spec = (command, timeout_s, options, tolerance_ms)
+        self.searched: list[int] = []  # what each move searched (its last scored `info`: nps x time), if it said
         self.engine = UsiClient(command, name=name, options=options, timeout_s=timeout_s)
         self._replicas: dict[int, UsiOpponent] = {}
 
@@ -46,9 +71,15 @@ class UsiOpponent:
         if slot == 0:
             return self
         if slot not in self._replicas:
-            command, timeout_s, options = self._spec
-            self._replicas[slot] = UsiOpponent(self.name, command, self.go, timeout_s, options)
+            command, timeout_s, options, tolerance_ms = self._spec
+            self._replicas[slot] = UsiOpponent(self.name, command, self.go, timeout_s, options, tolerance_ms)
         return self._replicas[slot]
+
+    def searched_per_move(self) -> float | None:
+        """The mean nodes (dlzero: playouts) a move searched over this engine's moves, its replicas' too;
+        None if it never said (an engine whose `info` lines give no `nps` and `time`)."""
+        counts = self.searched + [n for r in self._replicas.values() for n in r.searched]
+        return sum(counts) / len(counts) if counts else None
 
     def start(self) -> None:
         """Start the engine and announce a game (idempotent)."""
@@ -63,10 +94,21 @@ class UsiOpponent:
 
     def choose(self, games: Sequence[Game]) -> list[int | None]:
         self.start()
-        return [self._move(game.board) for game in games]
+        return [self._move(game) for game in games]
 
-    def _move(self, board: cshogi.Board) -> int | None:
-        text = self.engine.go(board, self.go).bestmove
+    def _move(self, game: Game) -> int | None:
+        board = game.board
+        result = self.engine.go(board, self.go)
+        game.move_ms[len(board.history)] = result.time_ms
+        if result.nps is not None and result.engine_ms is not None:
+            self.searched.append(round(result.nps * result.engine_ms / 1000))
+        if self.flag_ms is not None and result.time_ms > self.flag_ms:
+            log.warning("engine '%s' answered after %.0f ms (byoyomi %d + tolerance %d ms) in %s: it loses on time",
+                        self.name, result.time_ms, byoyomi_of(self.go), self.flag_ms - byoyomi_of(self.go),
+                        board.sfen())
+            game.end = Verdict(1 - board.turn, END_TIME)
+            return None
+        text = result.bestmove
         if text in ("resign", "win"):
             return None
         move = board.move_from_usi(text) if text else 0
