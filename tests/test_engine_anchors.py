@@ -420,3 +420,24 @@ def test_real_engine_anchor_beats_random(name, package, tmp_path):
             assert board.is_legal(move)
             board.push(move)
         assert game.reason in ("mate", "declaration"), game.reason  # a real win, not an illegal reply
+
+
+def test_dlzero_match_at_equal_time_plays_dlzero_as_its_usi_engine_keeps_games_and_a_csv_row(model, tmp_path,
+                                                                                             capsys):
+    """`--byoyomi` turns a dlzero player into `dlzero usi` on one core at that clock; `--sprt` looks every
+    `--step` games and truncates at `--games`; every game's record is kept and the match is one CSV row."""
+    records, table = tmp_path / "games", tmp_path / "m.csv"
+    assert main(["match", model, "random", "--byoyomi", "300", "--games", "4", "--step", "2", "--sprt", "0,50",
+                 "--parallel", "2", "--records", str(records), "--csv", str(table),
+                 "--set", "gate.max_moves=24"]) == 0
+    out, err = capsys.readouterr()
+    assert "byoyomi 300 ms, Threads 1, EvalStreams 1" in err and "load average" in err
+    assert "after 2 games:" in err and "after 4 games:" in err and "SPRT(0, 50" in out
+    [line] = [x for x in out.splitlines() if x.startswith("A on the clock:")]
+    assert "nodes a move" in line
+    assert sorted(p.name for p in records.glob("*.csa")) == [f"game-{i:03d}.csa" for i in range(4)]
+    [row] = list(csv.DictReader(table.open()))
+    assert int(row["wins"]) + int(row["draws"]) + int(row["losses"]) == 4
+    assert row["time_control"] == "byoyomi 300 ms, Threads 1, EvalStreams 1" and float(row["a_searched_per_move"]) > 0
+    assert main(["match", model, "random", "--sprt", "50,0"]) == 2
+    assert "ELO0 < ELO1" in capsys.readouterr().err

@@ -42,7 +42,20 @@ def register(sub) -> None:
                    help="opening suite (rate.openings; default: the shipped configs/openings/rating.txt)")
     m.add_argument("--tolerance", type=int, help="ms an engine given a byoyomi may take past it before the move "
                    "loses on time (rate.clock_tolerance_ms)")
-    m.add_argument("--csa-dir", help="write each game as a CSA record into this folder")
+    m.add_argument("--byoyomi", type=int, metavar="MS",
+                   help="equal time: each dlzero player (a model file, a run directory, a network, 'default') "
+                        "plays as `dlzero usi` at MS a move with Threads 1 and EvalStreams 1, one core's worth of "
+                        "search, on the clock like an outside engine (instead of --playouts a move)")
+    m.add_argument("--sprt", metavar="ELO0,ELO1", help="the match fixed in advance: stop once Wald's SPRT on "
+                   "independent games (--alpha, --beta) decides, looking every --step games; at --games "
+                   "undecided, the LLR's sign decides")
+    m.add_argument("--step", type=int, default=10, help="with --sprt: games between looks (even)")
+    m.add_argument("--alpha", type=float, default=0.1, help="with --sprt: the false-H1 rate")
+    m.add_argument("--beta", type=float, default=0.1, help="with --sprt: the false-H0 rate")
+    m.add_argument("--csv", metavar="FILE", help="append the match's row (players, time control, W-D-L, time "
+                   "losses, searched a move, CPU flags, load) to this CSV file")
+    m.add_argument("--csa-dir", "--records", dest="csa_dir", metavar="DIR",
+                   help="write each game as a CSA record into this folder (its moves, result and reason)")
     m.add_argument("--seed", type=int, default=0, help="seed for the opening order and the random mover")
     add_config_args(m)
     add_inference_args(m)
@@ -77,18 +90,14 @@ def clock_lines(result: MatchResult, searched: dict[str, float | None]) -> list[
 
     import cshogi
 
-    from dlzero.play.game import END_TIME
-
     times: dict[str, list[int]] = {"A": [], "B": []}
-    flags: Counter[str] = Counter()
     for game in result.games:
         first = cshogi.Board(game.start_sfen).turn
         a_colour = cshogi.BLACK if game.a_is_black else cshogi.WHITE
         for ply, ms in enumerate(game.move_ms):
             if ms is not None:
                 times["A" if (first ^ (ply & 1)) == a_colour else "B"].append(ms)
-        if game.reason == END_TIME:
-            flags["B" if game.winner == a_colour else "A"] += 1
+    flags = time_losses(result)
     lines = []
     for side, ms in times.items():
         if ms:
@@ -100,15 +109,81 @@ def clock_lines(result: MatchResult, searched: dict[str, float | None]) -> list[
     return lines
 
 
+def usi_player(spec: str, byoyomi: int) -> str:
+    """The anchor name of dlzero's own engine playing `spec` (`--model` of `dlzero usi`) at `byoyomi` ms on one
+    core, as a GUI runs it: the equal-time form of a dlzero player."""
+    import shutil
+    from pathlib import Path
+
+    dlzero = shutil.which("dlzero") or str(Path(sys.executable).with_name("dlzero"))
+    model = str(Path(spec).resolve()) if Path(spec).exists() else spec
+    return f"usi:{dlzero} usi --model {model};Threads=1;EvalStreams=1;byoyomi={byoyomi}"
+
+
+def sprt_bounds(text: str, step: int) -> tuple[float, float]:
+    """--sprt ELO0,ELO1 checked, with its --step."""
+    from dlzero.errors import ConfigError
+
+    try:
+        elo0, elo1 = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--sprt wants ELO0,ELO1 (e.g. 0,50), not {text!r}") from None
+    if not elo0 < elo1 or step < 2 or step % 2:
+        raise ConfigError("--sprt wants ELO0 < ELO1 and an even --step of 2 or more")
+    return elo0, elo1
+
+
+def sprt_verdict(result: MatchResult, bounds: tuple[float, float], alpha: float, beta: float,
+                 final: bool) -> str | None:
+    """The verdict on A of the match fixed in advance (H1: A at least ELO1 stronger), or None to play on;
+    `final`: the game cap is reached, so an undecided test is truncated and decided by the LLR's sign."""
+    from dlzero.gating.sprt import sprt_decision
+
+    decision, value, (low, high) = sprt_decision(result.wins, result.draws, result.losses, *bounds, alpha, beta)
+    if decision == "accept":
+        return f"H1 accepted (LLR {value:.2f} >= {high:.2f}): A is the stronger"
+    if decision == "reject":
+        return f"H0 accepted (LLR {value:.2f} <= {low:.2f}): A is not ELO1 stronger"
+    if final:
+        return (f"truncated at {result.n_games} games, LLR {value:.2f} in ({low:.2f}, {high:.2f}): "
+                + ("positive, A by the rule" if value > 0 else "not positive, B by the rule"))
+    return None
+
+
+def append_csv(path: str, row: dict[str, object]) -> None:
+    """Add `row` to the CSV at `path` (header first when the file is new), atomically."""
+    import csv
+    import io
+    from pathlib import Path
+
+    from dlzero.data.atomic import atomic_write_text
+
+    target = Path(path)
+    old = target.read_text(encoding="utf-8") if target.is_file() else ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(row), lineterminator="\n")
+    if not old:
+        writer.writeheader()
+    writer.writerow(row)
+    atomic_write_text(target, old + buf.getvalue())
+
+
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from dlzero.cpu import cpu_flags
     from dlzero.engine.shipped import require_model
+    from dlzero.errors import ConfigError
     from dlzero.gating.anchors import engine_anchor, is_engine
-    from dlzero.gating.arena import RANDOM, play_match
+    from dlzero.gating.arena import RANDOM, MatchResult, play_match
     from dlzero.gating.rating import rating_suite
     from dlzero.inference import load_model
     from dlzero.play.usi_opponent import UsiOpponent
 
     cfg = config_from_args(args, MATCH_KEYS)
+    bounds = sprt_bounds(args.sprt, args.step) if args.sprt else None
+    if args.byoyomi is not None and args.byoyomi <= 0:
+        raise ConfigError(f"--byoyomi {args.byoyomi}: give milliseconds a move, more than 0")
     openings, _ = rating_suite(cfg)
     names = (args.model_a, args.model_b)
     sides = []
@@ -116,6 +191,9 @@ def run(args: argparse.Namespace) -> int:
         if name == RANDOM:
             sides.append(name)
             continue
+        if args.byoyomi is not None and not is_engine(name):
+            require_model(name, cfg, flag=f"player {side}")  # a bad name stops here, not in the engine's stderr
+            name = usi_player(name, args.byoyomi)
         if is_engine(name):
             sides.append(engine_anchor(name, cfg.rate.engine_timeout_s, cfg.rate.clock_tolerance_ms))
             continue
@@ -123,23 +201,69 @@ def run(args: argparse.Namespace) -> int:
         if choice.network is not None:
             print(f"dlzero match: {side}: {choice.note('another player name')}", file=sys.stderr)
         sides.append(load_model(choice.path, cfg.inference))
+    control = (f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1" if args.byoyomi is not None
+               else f"{cfg.gate.playouts} playouts a move")
+    print(f"dlzero match: A={args.model_a} vs B={args.model_b}, {control}; cpu flags: {cpu_flags()}; "
+          f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    result = MatchResult()
+    verdict = None
     try:
-        result = play_match(sides[0], sides[1], cfg.gate.max_games, cfg, openings=openings, seed=args.seed,
-                            record_dir=args.csa_dir, names=("A", "B"))
+        while result.n_games < cfg.gate.max_games:
+            chunk = min(args.step if bounds else cfg.gate.max_games, cfg.gate.max_games - result.n_games)
+            part = play_match(sides[0], sides[1], chunk, cfg, openings=openings, seed=args.seed,
+                              record_dir=args.csa_dir, names=("A", "B"), opening_offset=result.n_games // 2,
+                              first_record=result.n_games)
+            for game in part.games:
+                result.add(game)
+            result.pairs = [a + b for a, b in zip(result.pairs, part.pairs, strict=True)]
+            if not part.games:
+                break  # nothing more could be played (an empty suite)
+            if bounds:
+                verdict = sprt_verdict(result, bounds, args.alpha, args.beta, result.n_games >= cfg.gate.max_games)
+                print(f"after {result.n_games} games: {result.wins}-{result.draws}-{result.losses}"
+                      + (f"; {verdict}" if verdict else ""), file=sys.stderr)
+                if verdict:
+                    break
     finally:
         for side in sides:
             if not isinstance(side, str):
                 side.close()
     print(summary(result, args.model_a, args.model_b))
+    if verdict:
+        print(f"SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, beta {args.beta:g}): {verdict}")
     searched = {side: player.searched_per_move() for side, player in zip("AB", sides, strict=True)
                 if isinstance(player, UsiOpponent)}
     lines = clock_lines(result, searched)
     if lines:  # the speed an engine searched at depends on the CPU's vector units
-        from dlzero.cpu import cpu_flags
-
-        lines.append(f"cpu flags: {cpu_flags()}")
+        lines.append(f"cpu flags: {cpu_flags()}; load average {os.getloadavg()[0]:.2f}")
     for line in lines:
         print(line)
     reasons = Counter(g.reason for g in result.games)
     print("game ends: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())), file=sys.stderr)
+    if args.csv:
+        flags = time_losses(result)
+        append_csv(args.csv, {"a": args.model_a, "b": args.model_b, "time_control": control, "wins": result.wins,
+                              "draws": result.draws, "losses": result.losses, "a_time_losses": flags["A"],
+                              "b_time_losses": flags["B"],
+                              "a_searched_per_move": _round(searched.get("A")),
+                              "b_searched_per_move": _round(searched.get("B")),
+                              "cpu_flags": cpu_flags(), "load_average": f"{os.getloadavg()[0]:.2f}"})
     return 0
+
+
+def _round(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
+
+
+def time_losses(result: MatchResult) -> Counter[str]:
+    """Games each side lost on time."""
+    import cshogi
+
+    from dlzero.play.game import END_TIME
+
+    flags: Counter[str] = Counter()
+    for game in result.games:
+        if game.reason == END_TIME:
+            a_colour = cshogi.BLACK if game.a_is_black else cshogi.WHITE
+            flags["B" if game.winner == a_colour else "A"] += 1
+    return flags

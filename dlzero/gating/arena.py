@@ -185,7 +185,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
                resign_threshold: float = 0.0, record_dir: str | Path | None = None,
                names: tuple[str, str] = ("A", "B"),
                on_game: Callable[[MatchRecord, MatchResult], None] | None = None,
-               opening_offset: int = 0) -> MatchResult:
+               opening_offset: int = 0, first_record: int = 0) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time: in lockstep
     (a searching side's games share its network calls), or, when both sides are outside engines or
     miniosl's network, each game in a thread of its own with engine processes of its own
@@ -198,7 +198,8 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     shipped suite). The suite is shuffled by `seed` and pairs take
     its lines from slot `opening_offset` on (a gate passes generation x pairs, so successive gates
     use different lines). Games count when their pair is complete (a last unpaired game of an odd
-    `n_games` counts alone); they are written as CSA files to `record_dir` (if given) and reported
+    `n_games` counts alone); they are written as CSA files to `record_dir` (if given; numbered from
+    `first_record`, so that a match played in parts keeps every game) and reported
     to `on_game` then. With `sprt`, the pentanomial test (`cfg.gate` elo0/elo1/alpha/beta) runs
     after every complete pair and the match stops once it decides; games still running or waiting
     for their partner are dropped. Both sides named "random" share one random mover, seeded by `seed`.
@@ -222,7 +223,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     def count(record: MatchRecord) -> None:
         result.add(record)
         if out_dir is not None:
-            atomic_write_text(out_dir / f"game-{record.index:03d}.csa", record.csa(*names))
+            atomic_write_text(out_dir / f"game-{first_record + record.index:03d}.csa", record.csa(*names))
 
     def start() -> _Playing | None:
         nonlocal started
