@@ -311,7 +311,7 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
 
     from dlzero.data.atomic import atomic_write_text
     from dlzero.gating.anchors import model_generation
-    from dlzero.gating.arena import play_match
+    from dlzero.gating.match import play_match
     from dlzero.gating.rating import RatingBatch, load_batch_folder, rating_suite, stored_game
     from dlzero.inference import load_model
     from dlzero.rundir import RunDir

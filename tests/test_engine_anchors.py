@@ -25,7 +25,7 @@ from dlzero.cli import main
 from dlzero.config import load_config
 from dlzero.errors import ConfigError
 from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
-from dlzero.gating.arena import play_match
+from dlzero.gating.match import play_match
 from dlzero.gating.rating import load_batches, stored_game
 from dlzero.play.usi_client import Go, SearchResult, UsiClient, UsiClientError, _parse_info, position_command
 from dlzero.play.usi_opponent import UsiOpponent, byoyomi_of

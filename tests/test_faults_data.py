@@ -233,7 +233,7 @@ def test_training_skips_a_shard_with_a_flipped_bit(tmp_path, caplog):
 def healthy_run(tmp_path_factory) -> Path:
     """A small run written by dlzero's own writers: two generations (best: 1) with an ONNX export beside
     its model, shards from ShardWriter, metrics.csv, ratings.csv, loop.json and selfplay_state.json."""
-    from dlzero.gating.arena import append_rating
+    from dlzero.gating.match import append_rating
     from dlzero.loop import LoopState
     from dlzero.model.checkpoint import ModelMetadata, new_model, save_model
     from dlzero.model.export import export_onnx

@@ -220,7 +220,7 @@ def test_the_checks_can_fail():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _layer("dlzero.search.mcts") < _layer("dlzero.selfplay.games") < _layer("dlzero.commands.selfplay")
-    assert _layer("dlzero.search.mcts") < _layer("dlzero.play.driver") < _layer("dlzero.gating.arena")
+    assert _layer("dlzero.search.mcts") < _layer("dlzero.play.driver") < _layer("dlzero.gating.match")
     assert _layer("dlzero.play.game") < _layer("dlzero.selfplay.worker")
     assert _layer("dlzero.usi.__main__") == len(LAYERS) - 1 and _layer("dlzero.usi.protocol") < len(LAYERS) - 1
     assert _owner("dlzero.search._puct.select") == "dlzero.search._puct"  # the extension, not its package

@@ -14,7 +14,7 @@ import dlzero.gating.promotion as promotion
 from dlzero.commands import gate, match
 from dlzero.config import Config, ModelConfig
 from dlzero.errors import RunDirError
-from dlzero.gating.arena import MatchResult
+from dlzero.gating.match import MatchResult
 from dlzero.gating.promotion import gate_and_promote
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play.openings import position_key

@@ -13,8 +13,8 @@ import pytest
 from dlzero.cli import main
 from dlzero.config import load_config
 from dlzero.gating.anchors import RandomMover, parse_engine
-from dlzero.gating.arena import play_match
 from dlzero.gating.elo_fit import GameResult, fit_connected
+from dlzero.gating.match import play_match
 from dlzero.gating.rating import (
     fit_run,
     load_batches,

@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 
 from dlzero.config import Config
-from dlzero.gating.arena import play_match
 from dlzero.gating.elo_fit import GameResult, fit_ratings
+from dlzero.gating.match import play_match
 from dlzero.play import Game, RandomMover
 from dlzero.play.alphabeta import AlphaBeta
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
 if TYPE_CHECKING:
-    from dlzero.gating.arena import MatchResult
+    from dlzero.gating.match import MatchResult
 
 MATCH_KEYS = {"games": "gate.max_games", "playouts": "gate.playouts", "parallel": "gate.games_in_parallel",
               "openings": "rate.openings", "tolerance": "rate.clock_tolerance_ms"}
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.engine.shipped import require_model
     from dlzero.errors import ConfigError
     from dlzero.gating.anchors import engine_anchor, is_engine
-    from dlzero.gating.arena import RANDOM, MatchResult, play_match
+    from dlzero.gating.match import RANDOM, MatchResult, play_match
     from dlzero.gating.rating import rating_suite
     from dlzero.inference import load_model
     from dlzero.play.usi_opponent import UsiOpponent

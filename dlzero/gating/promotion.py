@@ -20,8 +20,8 @@ from tqdm import tqdm
 
 from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
-from dlzero.gating.arena import MatchRecord, MatchResult, append_rating, play_match
 from dlzero.gating.chain import read_gates
+from dlzero.gating.match import MatchRecord, MatchResult, append_rating, play_match
 from dlzero.inference import load_model
 from dlzero.rundir import RunDir, generation_name
 

@@ -60,9 +60,9 @@ from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
 from dlzero.gate_modes import gate_interval
 from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
-from dlzero.gating.arena import MatchRecord, MatchResult, play_match
 from dlzero.gating.chain import is_promoted
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_connected
+from dlzero.gating.match import MatchRecord, MatchResult, play_match
 from dlzero.inference import load_model
 from dlzero.play.openings import GATE_SUITE, RATING_SUITE, load_openings, suite_tag
 from dlzero.play.usi_opponent import UsiOpponent

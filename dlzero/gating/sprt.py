@@ -4,7 +4,7 @@ Gating asks "is the candidate at least `elo1` stronger, or at most `elo0`?" and 
 as the games played answer it, at error rates `alpha` (promoting a candidate no better than `elo0`)
 and `beta` (rejecting one as good as `elo1`). Wald's SPRT does that with the fewest games on average.
 
-**Units.** The arena plays every opening twice with colours swapped. The two games of such a pair
+**Units.** A match (dlzero.gating.match) plays every opening twice with colours swapped. The two games of such a pair
 share an opening, so they are not independent: a lopsided opening makes both games go to whoever
 holds the better side, and the pair scores 1 of 2. Counting them as two independent games (the
 trinomial win/draw/loss model) overstates what was learnt. So the gate's unit is the pair: its

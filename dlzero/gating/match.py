@@ -84,7 +84,7 @@ class MatchRecord:
         """The game as CSA V2.2 text; the end code lets any CSA reader recover the result."""
         black, white = (name_a, name_b) if self.a_is_black else (name_b, name_a)
         out = io.StringIO()
-        out.write(f"V2.2\nN+{black}\nN-{white}\n$EVENT:dlzero arena game {self.index}\n")
+        out.write(f"V2.2\nN+{black}\nN-{white}\n$EVENT:dlzero match game {self.index}\n")
         board = cshogi.Board(self.start_sfen)
         out.write("PI\n+\n" if self.start_sfen == cshogi.STARTING_SFEN else board.csa_pos())
         for ply, move in enumerate(self.moves):

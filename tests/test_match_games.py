@@ -7,12 +7,12 @@ import cshogi
 import cshogi.CSA
 import pytest
 
-import dlzero.gating.arena as arena
+import dlzero.gating.match as match_mod
 from dlzero.config import Config, ModelConfig
 from dlzero.engine.player import Player
 from dlzero.engine.timeman import Limits
 from dlzero.game_end import Verdict, game_end
-from dlzero.gating.arena import MatchRecord, append_rating, play_match
+from dlzero.gating.match import MatchRecord, append_rating, play_match
 from dlzero.gating.sprt import pair_llr
 from dlzero.inference import NullEvaluator, load_model
 from dlzero.model import ModelMetadata, new_model, save_model
@@ -165,13 +165,13 @@ def test_games_at_once_default_to_gate_games_in_parallel(monkeypatch):
     """A match that names no `parallel` plays `gate.games_in_parallel` games at once (the gate, `dlzero
     match` and `dlzero gate` pass none)."""
     seen = []
-    real = arena.play_lockstep
+    real = match_mod.play_lockstep
 
     def spy(*args, **kwargs):
         seen.append(kwargs["parallel"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(arena, "play_lockstep", spy)
+    monkeypatch.setattr(match_mod, "play_lockstep", spy)
     cfg = _cfg(max_moves=12)
     cfg.gate.games_in_parallel = 3
     assert play_match("random", "random", 4, cfg).n_games == 4
