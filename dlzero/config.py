@@ -46,6 +46,14 @@ def _non_negative(v: Any) -> str | None:
     return None if v >= 0 else "must be >= 0"
 
 
+def _between(least: int, most: int) -> Check:
+    """An integer of least..most: for a value handed on to a C size or count (a read's length, a thread
+    count), where a larger one ends in an OverflowError or TypeError traceback instead of one line."""
+    def check(v: Any) -> str | None:
+        return None if least <= v <= most else f"must be between {least} and {most:,}"
+    return check
+
+
 def _unit(v: Any) -> str | None:
     return None if 0.0 <= v <= 1.0 else "must be between 0 and 1"
 
@@ -76,6 +84,8 @@ def _odd_or_zero(v: Any) -> str | None:
 # kills when it must answer (dlzero.search.mate), to cshogi DfPn's depth of 31 plies.
 MATE_MOVE_MAX_PLIES = 7
 ROOT_MATE_MAX_PLIES = 31
+MAX_THREADS = 1024  # inference.threads: onnxruntime takes a C int, and no machine runs more usefully
+MAX_LINE_BYTES = 1 << 30  # analysis.max_line_bytes: a read's length must fit a C ssize_t; no query needs 1 GiB
 DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int (`set_max_search_node`)
 
 
@@ -205,7 +215,7 @@ class InferenceConfig:
     device: str = _field("auto", None, "auto, cpu, cuda or cuda:N")
     precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16", "int8"),
                             "auto: fp16 on CUDA, fp32 on CPU; int8: a calibrated quantized ONNX model (onnxruntime)")
-    threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
+    threads: int = _field(0, _between(0, MAX_THREADS), "intra-op compute threads (0: library default)")
     spin: bool = _field(True, None, "onnxruntime's intra-op threads spin-wait between calls (quicker back-to-back "
                         "calls; off leaves their cores to the search's tree between calls)")
     optimize: str = _field(
@@ -518,7 +528,7 @@ class ReviewConfig:
 class AnalysisConfig:
     """`dlzero analyze`: bounds on what a client may send."""
 
-    max_line_bytes: int = _field(1 << 20, _positive, "longest query line read; a longer one gets an error answer "
+    max_line_bytes: int = _field(1 << 20, _between(1, MAX_LINE_BYTES), "longest query line read; a longer one gets an error answer "
                                  "and is skipped without being held in memory")
 
 
