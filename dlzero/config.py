@@ -528,8 +528,8 @@ class ReviewConfig:
 class AnalysisConfig:
     """`dlzero analyze`: bounds on what a client may send."""
 
-    max_line_bytes: int = _field(1 << 20, _between(1, MAX_LINE_BYTES), "longest query line read; a longer one gets an error answer "
-                                 "and is skipped without being held in memory")
+    max_line_bytes: int = _field(1 << 20, _between(1, MAX_LINE_BYTES), "longest query line read; a longer one "
+                                 "gets an error answer and is skipped without being held in memory")
 
 
 @dataclass
@@ -709,11 +709,15 @@ def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
 
 def read_yaml(path: str | Path) -> dict:
     """Parse a YAML config file into a dict, with errors that name the file."""
+    from dlzero.data.regular import NotRegularFile, read_regular_text
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file '{p}' does not exist")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_regular_text(p))
+    except NotRegularFile as exc:  # a FIFO would block the read for ever, a link to /dev/zero never end
+        raise ConfigError(f"config file '{p}' is {exc.kind}, not a regular file") from None
+    except FileNotFoundError:
+        raise ConfigError(f"config file '{p}' does not exist") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file '{p}' is not valid YAML: {_one_line(exc)}") from None
     except RecursionError:  # a damaged or hostile file: a config nests two levels
