@@ -21,7 +21,7 @@ from dlzero.config import read_yaml
 from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse_json
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
-from dlzero.data.regular import NotRegularFile, special_kind
+from dlzero.data.regular import special_kind
 from dlzero.errors import DataError, DlzeroError, RunDirError
 from dlzero.gating.chain import Gate, gate_chain, is_promoted
 from dlzero.gating.elo_fit import main_reference, scale_label
@@ -315,10 +315,11 @@ class RunView:
         for gen in self.rd.generations():
             path = self.rd.model_path(gen)
             row: dict[str, Any] = {"generation": gen, "file": self.rel(path), "name": path.stem}
-            try:
-                row.update(self.cache.get(path, "model", _model_meta))
-            except (OSError, DlzeroError, RuntimeError) as exc:
-                warn.add(self.rel(path), f"model file unreadable ({exc})")
+            if not self._special(path, warn):
+                try:
+                    row.update(self.cache.get(path, "model", _model_meta))
+                except (OSError, DlzeroError, RuntimeError) as exc:
+                    warn.add(self.rel(path), f"model file unreadable ({exc})")
             gate = gate_of.get(gen)
             if gate:
                 opponent = generation_name(gate["opponent"])
@@ -433,9 +434,6 @@ def _model_meta(path: Path) -> dict[str, Any]:
 
     from dlzero.model.checkpoint import check_header
 
-    kind = special_kind(path)
-    if kind is not None:  # torch.load blocked on a FIFO for ever
-        raise NotRegularFile(path, kind)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as exc:  # torch raises many kinds for a truncated or foreign file
