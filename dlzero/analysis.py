@@ -59,7 +59,7 @@ from typing import IO, Any, TextIO
 import cshogi
 import numpy as np
 
-from dlzero.analysis_query import ACTIONS, Parsed, QueryError, QueryReader, Task, leading_id
+from dlzero.analysis_query import ACTIONS, MAX_SETTINGS, Lru, Parsed, QueryError, QueryReader, Task, leading_id
 from dlzero.config import MATE_MOVE_MAX_PLIES, AnalysisConfig, Config, SearchConfig
 from dlzero.encoding import Encoder, legal_moves_and_labels, new_batch_buffer
 from dlzero.engine.layout import engine_config
@@ -192,7 +192,10 @@ def _player(board: cshogi.Board) -> str:
 
 
 class AnalysisEngine:
-    """Searches tasks with one Evaluator; Search objects (and their caches) are kept per search config."""
+    """Searches tasks with one Evaluator; Search objects (and their caches) are kept per search config,
+    for the MAX_SETTINGS configs used last: a client that sends a new `overrideSettings` with every
+    query made one more for ever (5,000 queries held 2.3 GiB). A config dropped is made again when
+    it is next used; the trees of paused tasks are their own and do not depend on it."""
 
     def __init__(self, evaluator: Evaluator, cfg: Config, playouts: int | None = None) -> None:
         """`playouts`: those of a query that names none (default `search.playouts`)."""
@@ -200,7 +203,7 @@ class AnalysisEngine:
         self.cfg = cfg
         self.playouts = cfg.search.playouts if playouts is None else playouts
         self.reader = QueryReader(cfg, self.playouts)
-        self._searches: dict[str, Search] = {}
+        self._searches: Lru[str, Search] = Lru(MAX_SETTINGS)
         self._clear_cache = threading.Event()
         # deep root mate searches (`search.root_mate_depth` over 7) and the mate guard, in a helper process
         self._mate = MateSolver()
@@ -389,10 +392,12 @@ class AnalysisEngine:
             task.policy = {cshogi.move_to_usi(int(moves[i])): round(float(probs[i]), 6) for i in order}
 
     def _search(self, key: str, cfg: SearchConfig) -> Search:
-        if key not in self._searches:
+        search = self._searches.get(key)
+        if search is None:
             laid_out = engine_config(dataclasses.replace(self.cfg, search=cfg), self.evaluator).search
-            self._searches[key] = Search(self.evaluator, laid_out)
-        return self._searches[key]
+            search = Search(self.evaluator, laid_out)
+            self._searches.put(key, search)
+        return search
 
     def _maybe_clear_cache(self) -> None:
         if self._clear_cache.is_set():

@@ -33,15 +33,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import cshogi
 
 from dlzero.config import Config, SearchConfig, config_from_dict, config_to_dict
 from dlzero.data.jsonfile import json_depth
+from dlzero.encoding.features import REPETITION_LOOKBACK
 from dlzero.engine.player import MAX_PLAYOUTS
 from dlzero.errors import DlzeroError
+from dlzero.game_end import REPETITION_PLIES
 from dlzero.position import parse_position, push_usi_move
 from dlzero.search import Tree
 
@@ -59,6 +62,15 @@ GO_ONLY_FIELDS = {"rules", "komi", "boardXSize", "boardYSize", "initialStones", 
 _USI_MOVE_RE = re.compile(r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]")
 _PLAYERS = {"b": cshogi.BLACK, "black": cshogi.BLACK, "w": cshogi.WHITE, "white": cshogi.WHITE}
 MAX_DEPTH = 32  # nesting of a query; real ones need 4 ({"avoidMoves": [{"moves": [...]}]})
+# The history a turn's board keeps: the search and the encoder look back no further (a leaf's repetition
+# check, REPETITION_PLIES; the repetition planes, REPETITION_LOOKBACK), so a longer history changes no
+# answer, and a full one made every task of a long game hold that game: memory quadratic in its length.
+HISTORY_PLIES = max(REPETITION_LOOKBACK, REPETITION_PLIES)
+# Distinct `overrideSettings` whose search configs (and, in the engine, Search objects with their caches)
+# are kept: the most recently used ones. Each distinct override used to be kept for ever.
+MAX_SETTINGS = 8
+K = TypeVar("K")
+V = TypeVar("V")
 # `{"id": <string or number or literal>` at the start of a line: the id of a line that cannot be parsed
 _LEADING_ID_RE = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)')
 
@@ -88,14 +100,54 @@ class MoveRule:
     allow: bool
 
 
+class Lru(Generic[K, V]):
+    """A mapping that keeps its `size` most recently used entries: what a stream of queries, each free
+    to name new settings, may make the engine keep is bounded."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def values(self) -> list[V]:
+        return list(self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(frozen=True)
+class Game:
+    """A query's position and moves, shared by all its tasks: a task's own position string (O(turn)
+    characters) is made only when an answer is written, so a query of n turns holds O(n), not O(n^2)."""
+
+    position: str
+    moves: list[str]
+
+    def position_at(self, turn: int) -> str:
+        """The USI position string of `turn` (the position after the first `turn` moves)."""
+        return _with_moves(self.position, self.moves[:turn])
+
+
 @dataclass
 class Task:
     """One turn of one query: what to search and how to answer."""
 
     id: Any
     turn: int
-    position: str                # USI position string of this turn
-    board: cshogi.Board
+    game: Game                   # the query's position and moves (`position` is this turn's)
+    board: cshogi.Board          # this turn's position, with the last HISTORY_PLIES plies of history
     playouts: int
     multipv: int
     search: SearchConfig
@@ -116,6 +168,11 @@ class Task:
     reported: float | None = None
     checked: bool = False
     policy: dict[str, float] | None = None
+
+    @property
+    def position(self) -> str:
+        """The USI position string of this turn, as answers echo it."""
+        return self.game.position_at(self.turn)
 
     def allowed(self, board: cshogi.Board, depth: int, moves: list[str]) -> list[bool] | None:
         """Which of `moves` the search may try at `depth` plies below the root (None: all)."""
@@ -146,7 +203,7 @@ class QueryReader:
     def __init__(self, cfg: Config, playouts: int) -> None:
         self.cfg = cfg
         self.playouts = playouts
-        self._configs: dict[str, SearchConfig] = {}
+        self._configs: Lru[str, SearchConfig] = Lru(MAX_SETTINGS)
 
     def read(self, line: str) -> Parsed:
         """Parse one line; raises QueryError naming the bad field."""
@@ -199,15 +256,17 @@ class QueryReader:
         dashboard), checked as a query's `position`, `moves`, `analyzeTurns`, `maxVisits` and `multipv`
         are, with the engine's search settings; a QueryError names what is wrong."""
         board = self._board(position, task_id)
-        moves = self._moves(moves, board, task_id)
+        walk = Walk(board)
+        moves = self._moves(moves, walk, task_id)
         self._check_turns(turns, len(moves), task_id)
         playouts, multipv = _positive(playouts, "maxVisits", task_id), _positive(multipv, "multipv", task_id)
         search = self._search_config({}, task_id)  # no per-query overrides
-        return [_task(task_id, turn, position, board, moves, playouts, multipv, search) for turn in turns]
+        game = Game(position, moves)
+        return [Task(task_id, turn, game, walk.board(turn), playouts, multipv, search) for turn in turns]
 
     def _tasks(self, data: dict, qid: Any) -> list[Task]:
-        board = self._board(data.get("position"), qid)
-        moves = self._moves(data.get("moves", []), board, qid)
+        walk = Walk(self._board(data.get("position"), qid))
+        moves = self._moves(data.get("moves", []), walk, qid)
         turns = data.get("analyzeTurns", [len(moves)])
         self._check_turns(turns, len(moves), qid)
         priorities = self._priorities(data, len(turns), qid)
@@ -220,8 +279,9 @@ class QueryReader:
                              "reportDuringSearchEvery", qid)
         rules = self._rules(data, "avoidMoves", qid, allow=False) + self._rules(data, "allowMoves", qid, allow=True)
         flags = {name: _bool(data, name, qid) for name in ("includePolicy", "includePVVisits")}
-        tasks = [_task(qid, turn, data["position"], board, moves, playouts, multipv, search, priority,
-                       flags["includePolicy"], flags["includePVVisits"], every, rules)
+        game = Game(data["position"], moves)
+        tasks = [Task(qid, turn, game, walk.board(turn), playouts, multipv, search, priority,
+                      flags["includePolicy"], flags["includePVVisits"], every, rules)
                  for turn, priority in zip(turns, priorities, strict=True)]
         for task in tasks:
             _check_allowed_at_root(task, qid)
@@ -245,8 +305,9 @@ class QueryReader:
             raise QueryError("'analyzeTurns' lists a turn twice", "analyzeTurns", qid)
 
     @staticmethod
-    def _moves(moves: Any, board: cshogi.Board, qid: Any) -> list[str]:
-        """USI strings of `moves`, played on `board` (which ends at the last turn)."""
+    def _moves(moves: Any, walk: Walk, qid: Any) -> list[str]:
+        """USI strings of `moves`, played along `walk` (which ends at the last turn)."""
+        board = walk.end
         if not isinstance(moves, list):
             raise QueryError("'moves' must be a list of USI moves", "moves", qid)
         out = []
@@ -260,7 +321,7 @@ class QueryReader:
             if not isinstance(usi, str):
                 raise QueryError(f"moves[{i}] must be a USI move string, got {item!r}", "moves", qid)
             try:
-                push_usi_move(board, usi)
+                walk.push(usi)
             except DlzeroError as exc:
                 raise QueryError(f"moves[{i}]: {exc}", "moves", qid) from None
             out.append(usi)
@@ -292,7 +353,8 @@ class QueryReader:
         if not isinstance(overrides, dict):
             raise QueryError(f"'{name}' must be an object of 'search.key': value", name, qid)
         key = json.dumps(overrides, sort_keys=True)
-        if key not in self._configs:
+        search = self._configs.get(key)
+        if search is None:
             cfg = config_to_dict(self.cfg)
             for k, value in overrides.items():
                 section, _, sub = str(k).partition(".")
@@ -300,10 +362,11 @@ class QueryReader:
                     raise QueryError(f"override '{k}': only search.* keys can be set per query", name, qid)
                 cfg["search"][sub] = value
             try:
-                self._configs[key] = config_from_dict(cfg).search
+                search = config_from_dict(cfg).search
             except DlzeroError as exc:
                 raise QueryError(f"{name}: {exc}", name, qid) from None
-        return self._configs[key]
+            self._configs.put(key, search)
+        return search
 
     @staticmethod
     def _rules(data: dict, name: str, qid: Any, allow: bool) -> tuple[MoveRule, ...]:
@@ -330,15 +393,45 @@ class QueryReader:
         return tuple(rules)
 
 
-def _task(qid: Any, turn: int, position: str, board: cshogi.Board, moves: list[str], playouts: int, multipv: int,
-          search: SearchConfig, priority: int = 0, include_policy: bool = False, include_pv_visits: bool = False,
-          report_every: float | None = None, rules: tuple[MoveRule, ...] = ()) -> Task:
-    """The task of `turn`: the position after the first `turn` of `moves` (`board` is after all of them)."""
-    turn_board = board.copy()
-    for _ in range(len(moves) - turn):
-        turn_board.pop()
-    return Task(qid, turn, _with_moves(position, moves[:turn]), turn_board, playouts, multipv, search, priority,
-                include_policy, include_pv_visits, report_every, rules)
+class Walk:
+    """One walk along a query's moves, from which the board of every turn is taken.
+
+    Each move is played once; the SFEN before it is kept. The board of a turn starts from the SFEN
+    HISTORY_PLIES plies back (or the game's first) and replays those plies, so it has the history the
+    search reads and no more: a query of n moves and t turns costs O(n + t * HISTORY_PLIES) in time
+    and memory. Taking each turn's board from a copy of the end, popped back, cost O(n) per turn and
+    the copy held the whole game: a 108 KiB query took 3 GiB and a minute.
+    """
+
+    def __init__(self, board: cshogi.Board) -> None:
+        """`board`: the query's position, with the history its position string gave it."""
+        self.end = board
+        earlier = list(board.history)[-HISTORY_PLIES:]  # the last plies of the position string's own moves
+        first = board.copy()
+        for _ in earlier:
+            first.pop()
+        self._sfens: list[str] = []
+        self._moves: list[int] = []
+        for move in earlier:
+            self._sfens.append(first.sfen())
+            self._moves.append(move)
+            first.push(move)
+        self._offset = len(earlier)  # the index of turn 0's SFEN
+
+    def push(self, usi: str) -> None:
+        """Play the USI move `usi` (checked: a PositionError when it is not legal)."""
+        sfen = self.end.sfen()
+        self._moves.append(push_usi_move(self.end, usi))
+        self._sfens.append(sfen)
+
+    def board(self, turn: int) -> cshogi.Board:
+        """A new board at `turn` (0: the query's position), with the last HISTORY_PLIES plies of history."""
+        ply = self._offset + turn
+        start = max(ply - HISTORY_PLIES, 0)
+        board = cshogi.Board(self._sfens[start] if start < len(self._sfens) else self.end.sfen())
+        for move in self._moves[start:ply]:
+            board.push(move)
+        return board
 
 
 def _check_allowed_at_root(task: Task, qid: Any) -> None:

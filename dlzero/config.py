@@ -46,6 +46,14 @@ def _non_negative(v: Any) -> str | None:
     return None if v >= 0 else "must be >= 0"
 
 
+def _between(least: int, most: int) -> Check:
+    """An integer of least..most: for a value handed on to a C size or count (a read's length, a thread
+    count), where a larger one ends in an OverflowError or TypeError traceback instead of one line."""
+    def check(v: Any) -> str | None:
+        return None if least <= v <= most else f"must be between {least} and {most:,}"
+    return check
+
+
 def _unit(v: Any) -> str | None:
     return None if 0.0 <= v <= 1.0 else "must be between 0 and 1"
 
@@ -78,6 +86,8 @@ MATE_MOVE_MAX_PLIES = 7
 ROOT_MATE_MAX_PLIES = 31
 # How the USI engine chooses among a position's book moves (book.pick, BookPick): dlzero.data.book.pick.
 BOOK_PICKS = ("best", "weighted")
+MAX_THREADS = 1024  # inference.threads: onnxruntime takes a C int, and no machine runs more usefully
+MAX_LINE_BYTES = 1 << 30  # analysis.max_line_bytes: a read's length must fit a C ssize_t; no query needs 1 GiB
 DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int (`set_max_search_node`)
 
 
@@ -218,7 +228,7 @@ class InferenceConfig:
     device: str = _field("auto", None, "auto, cpu, cuda or cuda:N")
     precision: str = _field("auto", _one_of("auto", "fp32", "fp16", "bf16", "int8"),
                             "auto: fp16 on CUDA, fp32 on CPU; int8: a calibrated quantized ONNX model (onnxruntime)")
-    threads: int = _field(0, _non_negative, "intra-op compute threads (0: library default)")
+    threads: int = _field(0, _between(0, MAX_THREADS), "intra-op compute threads (0: library default)")
     spin: bool = _field(True, None, "onnxruntime's intra-op threads spin-wait between calls (quicker back-to-back "
                         "calls; off leaves their cores to the search's tree between calls)")
     optimize: str = _field(
@@ -554,8 +564,8 @@ class ReviewConfig:
 class AnalysisConfig:
     """`dlzero analyze`: bounds on what a client may send."""
 
-    max_line_bytes: int = _field(1 << 20, _positive, "longest query line read; a longer one gets an error answer "
-                                 "and is skipped without being held in memory")
+    max_line_bytes: int = _field(1 << 20, _between(1, MAX_LINE_BYTES), "longest query line read; a longer one "
+                                 "gets an error answer and is skipped without being held in memory")
 
 
 @dataclass
@@ -741,11 +751,15 @@ def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
 
 def read_yaml(path: str | Path) -> dict:
     """Parse a YAML config file into a dict, with errors that name the file."""
+    from dlzero.data.regular import NotRegularFile, read_regular_text
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file '{p}' does not exist")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_regular_text(p))
+    except NotRegularFile as exc:  # a FIFO would block the read for ever, a link to /dev/zero never end
+        raise ConfigError(f"config file '{p}' is {exc.kind}, not a regular file") from None
+    except FileNotFoundError:
+        raise ConfigError(f"config file '{p}' does not exist") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file '{p}' is not valid YAML: {_one_line(exc)}") from None
     except RecursionError:  # a damaged or hostile file: a config nests two levels

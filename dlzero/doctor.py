@@ -28,6 +28,7 @@ from dlzero.config import Config
 from dlzero.data.atomic import TEMP_SUFFIX
 from dlzero.data.hcpe3 import SHARD_SUFFIX, read_hcpe3, read_sidecar, sidecar_path
 from dlzero.data.jsonfile import read_json
+from dlzero.data.regular import read_regular_text, special_kind
 from dlzero.errors import DataError, DlzeroError
 from dlzero.rundir import GENERATION_GLOB, RunDir, generation_name
 from dlzero.runfiles import CHECKPOINT_NAME, TRAIN_CSV
@@ -158,7 +159,8 @@ def _check_shards(rd: RunDir, report: Report) -> None:
                            f"delete the shard and its sidecar (the counts of self-play and training rely on "
                            f"it): rm {_q(path, sidecar_path(path))}")
         for claim in sorted(folder.glob(f"*{SHARD_SUFFIX}.json")):
-            if not claim.name.startswith(".") and not claim.with_suffix("").is_file():
+            shard = claim.with_suffix("")
+            if not claim.name.startswith(".") and not shard.is_file() and special_kind(shard) is None:
                 report.add(claim, "sidecar without its shard: it claims games that are not on disk (an older "
                            "dlzero wrote sidecars first, and a full disk or a kill between the two writes left "
                            "this one)", f"rm {_q(claim)}")
@@ -188,6 +190,8 @@ def _check_models(rd: RunDir, report: Report) -> None:
 
     for path in sorted(rd.models_dir.glob(f"{GENERATION_GLOB}.pt")):
         report.count("models")
+        if _not_regular(report, path):
+            continue
         try:
             _, meta = load_model_file(path)
         except DlzeroError as exc:
@@ -199,6 +203,8 @@ def _check_models(rd: RunDir, report: Report) -> None:
                        f"out of the run: mv {_q(path)} <elsewhere>")
     for path in sorted(rd.models_dir.glob("*.onnx")):
         report.count("onnx files")
+        if _not_regular(report, path):
+            continue
         reason = _onnx_problem(path)
         if reason:
             report.add(path, f"cannot be read as ONNX: {reason}",
@@ -277,6 +283,8 @@ def _check_trainer(rd: RunDir, report: Report, cfg: Config) -> None:
 def _check_csvs(rd: RunDir, report: Report) -> None:
     for path in sorted(rd.metrics_dir.glob("*.csv")):
         report.count("CSV files")
+        if _not_regular(report, path):
+            continue
         problem = _csv_problem(path)
         if problem:
             report.add(path, problem, f"edit the line it names out of the file, or delete the file (plots and "
@@ -287,7 +295,7 @@ def _check_csvs(rd: RunDir, report: Report) -> None:
 def _csv_problem(path: Path) -> str:
     """The first thing wrong with a CSV log, or ""."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text (byte {exc.start})"
     except OSError as exc:
@@ -356,7 +364,7 @@ def _check_state_files(rd: RunDir, report: Report) -> None:
 
 
 def _json_object(report: Report, path: Path) -> dict | None:
-    if not path.is_file():
+    if _not_regular(report, path) or not path.is_file():
         return None
     report.count(path.name)
     try:
@@ -371,6 +379,17 @@ def _json_object(report: Report, path: Path) -> dict | None:
         report.add(path, "not a JSON object", f"rm {_q(path)} (it is made again from the defaults)")
         return None
     return data
+
+
+def _not_regular(report: Report, path: Path) -> bool:
+    """Report `path` when it is a FIFO, a device, a symlink loop (anything but a regular file): opening a
+    FIFO blocked doctor for ever, a link to /dev/zero read without end. Its checks are skipped."""
+    kind = special_kind(path)
+    if kind is None:
+        return False
+    report.add(path, f"{kind}, not a regular file: skipped",
+               f"rm {_q(path)} (a run's files are all regular files dlzero wrote)")
+    return True
 
 
 def _loop_problem(rd: RunDir, loop: dict) -> str:

@@ -27,6 +27,7 @@ import datetime as _dt
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -35,11 +36,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dlzero.config import ModelConfig, config_from_dict
-from dlzero.errors import ConfigError, NetworkError
+from dlzero.data.jsonfile import read_json
+from dlzero.data.regular import special_kind
+from dlzero.errors import ConfigError, DataError, NetworkError
 from dlzero.resources import config_path
 
 ENV_DIR = "DLZERO_NETWORKS_DIR"
 FORMAT = 1
+MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few KiB; a larger file named *.json is no manifest of dlzero's
+log = logging.getLogger(__name__)
 # role -> how its file name must end (the int8 file follows dlzero.inference.int8's naming, so the loader
 # recognises it as an int8 model and never tries to make one beside it)
 ROLES = {"fp32": ".onnx", "int8": ".int8.onnx", "weights": ".pt"}
@@ -252,12 +257,12 @@ def load_manifest(path: str | Path) -> Network:
     """Read and validate one manifest `NAME.json` (every problem a NetworkError naming the file and field)."""
     path = Path(path)
     where = str(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    try:  # bounded: a manifest nested 100,000 deep was a RecursionError traceback, a FIFO hung the reader
+        raw = read_json(path, MAX_MANIFEST_BYTES)
     except OSError as exc:
         _fail(where, f"cannot be read ({exc.strerror or exc})")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _fail(where, f"not valid JSON ({exc})")
+    except DataError as exc:
+        _fail(where, exc.reason)
     data = _section(raw, where, _TOP)
     _get(data, "format", where, lambda v: v == FORMAT, f"{FORMAT} (the manifest format this dlzero reads)")
     name = _get(data, "name", where, lambda v: isinstance(v, str) and _NAME.fullmatch(v) is not None,
@@ -293,8 +298,17 @@ def load_networks(folder: str | Path | None = None) -> list[Network]:
         if folder is None and os.environ.get(ENV_DIR):
             raise NetworkError(f"{ENV_DIR}={where}: no such folder")
         return []
-    networks = [load_manifest(p) for p in sorted(where.glob("*.json"))]
+    networks = [load_manifest(p) for p in sorted(where.glob("*.json")) if not _special(p)]
     return sorted(networks, key=lambda n: (n.date, n.name), reverse=True)
+
+
+def _special(path: Path) -> bool:
+    """Whether `path`, named like a manifest, is no regular file (a FIFO, a device, a symlink loop): it is
+    no manifest, so it is skipped, with one logged line naming it, and the other networks still load."""
+    kind = special_kind(path)
+    if kind is not None:
+        log.warning("%s: %s, not a regular file: skipped", path, kind)
+    return kind is not None
 
 
 def find_network(name: str, networks: list[Network]) -> Network:

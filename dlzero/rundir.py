@@ -33,7 +33,7 @@ from typing import Any
 
 from dlzero.config import Config, config_from_dict, dump_config, read_yaml
 from dlzero.data.atomic import atomic_write_text
-from dlzero.data.hcpe3 import is_committed, shard_glob
+from dlzero.data.hcpe3 import is_listed, shard_glob
 from dlzero.data.jsonfile import read_json
 from dlzero.errors import DataError, RunDirError
 from dlzero.runfiles import (
@@ -199,7 +199,7 @@ class RunDir:
         """Every complete hcpe3 shard of the run (only `prefix`'s, if given), newest first (temp files
         are never listed, nor shards whose sidecar was never written: see dlzero.data.hcpe3)."""
         pattern = f"{GENERATION_GLOB}/{shard_glob(prefix)}"
-        shards = [p for p in self.data_dir.glob(pattern) if not p.name.startswith(".") and is_committed(p)]
+        shards = [p for p in self.data_dir.glob(pattern) if is_listed(p)]
         return sorted(shards, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
 
     def relabelled(self, shard: Path) -> Path:

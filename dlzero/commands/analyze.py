@@ -12,6 +12,7 @@ from typing import NoReturn
 from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
 
 FLAG_KEYS = {"max_line_bytes": "analysis.max_line_bytes", "playouts": "search.playouts"}
+MAX_BATCH = 4096  # --max-batch: turns searched together; each adds its leaves to one network batch
 
 
 def register(sub) -> None:
@@ -21,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("--playouts", type=int, help="playouts of a query that gives no maxVisits/playouts "
                    "(search.playouts, default 800)")
     p.add_argument("--max-batch", type=int, default=64,
-                   help="most turns searched together, highest priority first (default 64)")
+                   help=f"most turns searched together, highest priority first (1..{MAX_BATCH}, default 64)")
     p.add_argument("--max-line-bytes", type=int,
                    help="longest query line read; a longer one is answered with an error and skipped "
                         "(analysis.max_line_bytes, default 1 MiB)")
@@ -33,10 +34,15 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from dlzero.analysis import AnalysisEngine, serve
     from dlzero.engine.layout import load_engine_model
+    from dlzero.engine.player import MAX_PLAYOUTS
     from dlzero.errors import ConfigError
 
-    if args.max_batch < 1:
-        raise ConfigError("--max-batch must be at least 1")
+    # every numeric flag is checked here or by its config key (analysis.max_line_bytes, inference.threads),
+    # before the model loads: one line naming it, never a traceback from where the number ends up
+    if not 1 <= args.max_batch <= MAX_BATCH:
+        raise ConfigError(f"--max-batch must be between 1 and {MAX_BATCH}, got {args.max_batch}")
+    if args.playouts is not None and not 1 <= args.playouts <= MAX_PLAYOUTS:
+        raise ConfigError(f"--playouts must be between 1 and {MAX_PLAYOUTS:,}, got {args.playouts}")
     cfg = config_from_args(args, FLAG_KEYS)
     engine = AnalysisEngine(load_engine_model(model_choice(args.model, cfg, "analyze").path, cfg), cfg)
     sys.stdout.reconfigure(encoding="utf-8")  # the protocol is UTF-8 JSON lines, whatever the locale

@@ -24,7 +24,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -65,13 +65,18 @@ async def read_body(request: Request, limit: int) -> bytes:
 
     Past the limit the rest is read and dropped, never kept: a server that answered before the
     client finished sending would close on unread data, and the client would see a reset instead
-    of the 413 and its message.
+    of the 413 and its message. A client that leaves before its body ends (a `Content-Length` larger
+    than what it sent) is a BadBody too: Starlette's ClientDisconnect reached uvicorn, which logged
+    it with a traceback; the answer now goes nowhere, quietly.
     """
     body, size = bytearray(), 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size <= limit:
-            body += chunk
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size <= limit:
+                body += chunk
+    except ClientDisconnect:
+        raise BadBody(f"the client left after {size} bytes of its body") from None
     if size > limit:
         raise BadBody(f"request body of {size} bytes is over {limit} (dlzero dashboard --max-body-bytes)", 413)
     return bytes(body)

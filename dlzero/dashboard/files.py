@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dlzero.data.jsonfile import read_json
+from dlzero.data.regular import read_regular_text
 from dlzero.runfiles import csv_number
 
 T = TypeVar("T")
@@ -57,8 +58,9 @@ class Warnings:
 
 
 def read_text(path: Path) -> str:
-    """The file as UTF-8 text; a decoding error is reported like any other corruption."""
-    return path.read_bytes().decode("utf-8")
+    """The file as UTF-8 text; a decoding error is reported like any other corruption, and so is a file
+    that is no regular file (`dlzero.data.regular`)."""
+    return read_regular_text(path)
 
 
 def parse_csv(path: Path, required: Iterable[str]) -> list[dict[str, str]]:

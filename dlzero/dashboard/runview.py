@@ -21,6 +21,7 @@ from dlzero.config import read_yaml
 from dlzero.dashboard.files import FileCache, Warnings, number, parse_csv, parse_json
 from dlzero.dashboard.replay import Replay, csa_replay, selfplay_replay
 from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, SHARD_SUFFIX, read_hcpe3, read_sidecar
+from dlzero.data.regular import special_kind
 from dlzero.errors import DataError, DlzeroError, RunDirError
 from dlzero.gating.chain import Gate, gate_chain, is_promoted
 from dlzero.gating.elo_fit import main_reference, scale_label
@@ -81,8 +82,15 @@ class RunView:
         return str(path.relative_to(self.root))
 
     # -- small files ----------------------------------------------------------------------------
+    def _special(self, path: Path, warn: Warnings) -> bool:
+        """Warn about `path` when it exists but is no regular file (a FIFO hung `/api/state`)."""
+        kind = special_kind(path)
+        if kind is not None:
+            warn.add(self.rel(path), f"{kind}, not a regular file: skipped")
+        return kind is not None
+
     def _json(self, path: Path, warn: Warnings) -> Any:
-        if not path.is_file():
+        if self._special(path, warn) or not path.is_file():
             return None
         try:
             return self.cache.get(path, "json", parse_json)
@@ -91,7 +99,7 @@ class RunView:
             return None
 
     def _csv(self, path: Path, columns: tuple[str, ...], warn: Warnings) -> list[dict[str, str]]:
-        if not path.is_file():
+        if self._special(path, warn) or not path.is_file():
             return []
         try:
             return self.cache.get(path, f"csv:{columns}", lambda p: parse_csv(p, columns))
@@ -251,16 +259,18 @@ class RunView:
                           max_moves=sum(1 for g in games if g.result & FLAG_MAX_MOVES),
                           mtime=path.stat().st_mtime, session=stem.rsplit("-", 1)[0], session_start=start)
 
-    def shards(self) -> list[tuple[int, Path]]:
-        """(generation, shard) for every complete shard, oldest first (temp files start with '.')."""
+    def shards(self, warn: Warnings) -> list[tuple[int, Path]]:
+        """(generation, shard) for every shard, oldest first (temp files start with '.'); what is named like
+        a shard but is no regular file (a FIFO hung the page) is a warning instead."""
         out = []
         if not self.rd.data_dir.is_dir():
             return out
         for d in self.rd.data_dir.iterdir():
             m = _GEN_DIR.match(d.name)
             if m and d.is_dir():
-                out.extend((int(m.group(1)), p) for p in d.glob(f"*{SHARD_SUFFIX}") if not p.name.startswith("."))
-        return sorted(out, key=lambda gp: (gp[1].stat().st_mtime, gp[1].name))
+                out.extend((int(m.group(1)), p) for p in d.glob(f"*{SHARD_SUFFIX}")
+                           if not p.name.startswith(".") and not self._special(p, warn))
+        return sorted(out, key=lambda gp: (_mtime(gp[1]), gp[1].name))
 
     def selfplay(self, shards: list[tuple[int, Path]], cfg: dict, warn: Warnings) -> dict[str, Any]:
         """Per generation: games, length, sente win and draw rates, throughput; resignation checks."""
@@ -305,10 +315,11 @@ class RunView:
         for gen in self.rd.generations():
             path = self.rd.model_path(gen)
             row: dict[str, Any] = {"generation": gen, "file": self.rel(path), "name": path.stem}
-            try:
-                row.update(self.cache.get(path, "model", _model_meta))
-            except (OSError, DlzeroError, RuntimeError) as exc:
-                warn.add(self.rel(path), f"model file unreadable ({exc})")
+            if not self._special(path, warn):
+                try:
+                    row.update(self.cache.get(path, "model", _model_meta))
+                except (OSError, DlzeroError, RuntimeError) as exc:
+                    warn.add(self.rel(path), f"model file unreadable ({exc})")
             gate = gate_of.get(gen)
             if gate:
                 opponent = generation_name(gate["opponent"])
@@ -327,7 +338,7 @@ class RunView:
         if not self.rd.games_dir.is_dir():
             return []
         found = [p for p in self.rd.games_dir.rglob("*.csa") if not p.name.startswith(".")]
-        found.sort(key=lambda p: (p.stat().st_mtime, str(p)), reverse=True)
+        found.sort(key=lambda p: (_mtime(p), str(p)), reverse=True)
         return [{"path": self.rel(p), "match": p.parent.name, "game": p.stem} for p in found[:MAX_GATING_GAMES]]
 
     # -- the page -------------------------------------------------------------------------------
@@ -349,7 +360,7 @@ class RunView:
         origin = next((_parse_time(m.get("created", "")) for m in models if m["generation"] == 0), None)
         if origin is None:
             origin = _parse_time(info.get("created", "")) if isinstance(info, dict) else None
-        shards = self.shards()
+        shards = self.shards(warn)
         latest = None
         if shards:
             gen, path = shards[-1]
@@ -374,7 +385,10 @@ class RunView:
     # -- games ----------------------------------------------------------------------------------
     def resolve(self, rel: str, under: Path, suffix: str) -> Path:
         """A path the page asked for, refused unless it is a `suffix` file inside `under`."""
-        path = (self.root / rel).resolve()
+        try:
+            path = (self.root / rel).resolve()
+        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+            raise DataError(rel, None, "a symlink loop, not a regular file") from None
         base = under.resolve()
         if path.suffix != suffix or not path.is_relative_to(base) or not path.is_file():
             raise DataError(rel, None, f"not a {suffix} file of this run")
@@ -427,3 +441,12 @@ def _model_meta(path: Path) -> dict[str, Any]:
     cfg, meta = check_header(payload, path)
     return {"arch": f"b{cfg.blocks}c{cfg.channels}", "parent": meta.parent, "created": meta.created,
             "games": meta.games, "positions": meta.positions}
+
+
+def _mtime(path: Path) -> float:
+    """`path`'s mtime for sorting; 0 when it cannot be had (a symlink loop, a file removed meanwhile),
+    so that one such name costs its own warning where it is read, not the whole page."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -21,12 +21,12 @@ only hand structurally sound records to cshogi.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import cshogi
 import numpy as np
 
 from dlzero.data.atomic import atomic_write_bytes
+from dlzero.data.regular import read_regular
 from dlzero.errors import DataError
 
 HCP_SIZE = 32
@@ -191,9 +191,10 @@ def bad_result_byte(result):
 
 
 def read_file_bytes(path: str | os.PathLike[str]) -> bytes:
-    """Whole file contents; a missing or unreadable file is a DataError naming it."""
+    """Whole file contents; a missing or unreadable file is a DataError naming it, and so is anything but a
+    regular file (`dlzero.data.regular`: a FIFO named like a shard hung every reader)."""
     try:
-        return Path(path).read_bytes()
+        return read_regular(path)
     except OSError as e:
         raise DataError(str(path), None, f"cannot read: {e.strerror or e}") from e
 

@@ -34,6 +34,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import logging
 import os
 import secrets
 import struct
@@ -55,7 +56,10 @@ from dlzero.data.hcpe import (
     legal_move16s,
     read_file_bytes,
 )
+from dlzero.data.regular import special_kind
 from dlzero.errors import DataError, DlzeroError, PositionError
+
+log = logging.getLogger(__name__)
 
 RESULT_DRAW = 0
 BLACK_WIN = 1
@@ -536,6 +540,18 @@ def is_committed(path: str | os.PathLike[str]) -> bool:
     return sidecar_path(path).is_file()
 
 
+def is_listed(path: Path) -> bool:
+    """Whether a shard name a glob found is listed: not a temp or hidden file, committed, and a regular
+    file (a FIFO named like a shard hung its reader; a symlink loop failed the listing's sort). What is
+    not a regular file is named in one logged line."""
+    if path.name.startswith(".") or not is_committed(path):
+        return False
+    kind = special_kind(path)
+    if kind is not None:
+        log.warning("%s: %s, not a regular file: skipped", path, kind)
+    return kind is None
+
+
 def list_shards(directory: str | os.PathLike[str]) -> list[Path]:
     """Complete shards in `directory` (not recursive), oldest first by mtime, then by name.
 
@@ -544,7 +560,7 @@ def list_shards(directory: str | os.PathLike[str]) -> list[Path]:
     """
     found = []
     for path in Path(directory).glob(shard_glob()):
-        if path.name.startswith(".") or not is_committed(path):  # temp files, hidden files, uncommitted shards
+        if not is_listed(path):  # temp files, hidden files, uncommitted shards, FIFOs...
             continue
         try:
             found.append((path.stat().st_mtime, path.name, path))

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from dlzero.data.regular import read_regular
 from dlzero.errors import DataError
 
 MAX_JSON_BYTES = 16 << 20  # the largest run file, train/seen-shards.json, is ~100 bytes a shard
@@ -25,9 +26,9 @@ MAX_JSON_DEPTH = 16  # run files nest 2 levels at most; a deeper one was not wri
 def read_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """The JSON value in `path`; a DataError naming it when it is larger than `max_bytes` (no more is
     read), not UTF-8, not JSON, holds NaN/Infinity or a number too large for a float, or nests deeper
-    than `max_depth`. OSError (a missing or unreadable file) is left to the caller."""
-    with open(path, "rb") as fh:
-        raw = fh.read(max_bytes + 1)
+    than `max_depth`, or is no regular file (`dlzero.data.regular.NotRegularFile`). OSError (a missing or
+    unreadable file) is left to the caller."""
+    raw = read_regular(path, max_bytes)
     if len(raw) > max_bytes:
         raise DataError(str(path), None, f"larger than {max_bytes:,} bytes: not a file dlzero wrote")
     try:

@@ -21,6 +21,7 @@ import torch
 
 from dlzero.config import ConfigError, ModelConfig, config_to_dict, model_config_from_dict
 from dlzero.data.atomic import atomic_write_bytes
+from dlzero.data.regular import open_regular, special_kind
 from dlzero.encoding import ENCODER_VERSION
 from dlzero.errors import ModelFileError
 from dlzero.model.resnet import PolicyValueNet
@@ -111,12 +112,16 @@ def check_format(payload: Any, path: str | Path, fmt: str, version: int, what: s
 def read_payload(path: str | Path) -> dict[str, Any]:
     """torch.load a model or training file safely, with errors that say what is wrong."""
     p = Path(path)
+    kind = special_kind(p)
+    if kind is not None:  # a FIFO blocked torch.load for ever
+        raise ModelFileError(f"{p}: {kind}, not a regular file")
     if not p.is_file():
         raise ModelFileError(f"model file '{p}' does not exist")
     if p.stat().st_size == 0:
         raise ModelFileError(f"{p}: the file is empty")
     try:
-        return torch.load(p, map_location="cpu", weights_only=True)
+        with open_regular(p) as fh:
+            return torch.load(fh, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError... for bad files
         raise ModelFileError(
             f"{p}: cannot be read as a checkpoint (truncated or corrupt?): {_reason(exc)}") from None
