@@ -40,6 +40,9 @@ def register(sub) -> None:
     m.add_argument("--parallel", type=int, help="games played at once (gate.games_in_parallel)")
     m.add_argument("--openings", type=json.dumps, metavar="FILE",
                    help="opening suite (rate.openings; default: the shipped configs/openings/rating.txt)")
+    m.add_argument("--start", metavar="HANDICAP", help="every game from this handicap start (香落ち, 角落ち, "
+                   "飛車落ち, 二枚落ち, ... or lance, bishop, rook, two-piece, ...): the giver plays White and moves "
+                   "first; each pair has A on both sides (dlzero.play.handicap)")
     m.add_argument("--tolerance", type=int, help="ms an engine given a byoyomi may take past it before the move "
                    "loses on time (rate.clock_tolerance_ms)")
     m.add_argument("--byoyomi", type=int, metavar="MS",
@@ -184,7 +187,12 @@ def run(args: argparse.Namespace) -> int:
     bounds = sprt_bounds(args.sprt, args.step) if args.sprt else None
     if args.byoyomi is not None and args.byoyomi <= 0:
         raise ConfigError(f"--byoyomi {args.byoyomi}: give milliseconds a move, more than 0")
-    openings, _ = rating_suite(cfg)
+    if args.start:
+        from dlzero.play.handicap import handicap_line
+
+        openings = [handicap_line(args.start)]
+    else:
+        openings, _ = rating_suite(cfg)
     names = (args.model_a, args.model_b)
     sides = []
     for side, name in zip("AB", names, strict=True):

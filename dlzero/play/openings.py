@@ -87,8 +87,10 @@ def _board_keys(board: cshogi.Board) -> list[str]:
 def load_openings(path: str | Path | None, default: Path = GATE_SUITE) -> list[str]:
     """The lines of an openings file, each checked with `parse_position` (and not already a finished
     game) so that a bad one fails now; a leading `position ` is dropped. Empty path: the shipped suite
-    `default`."""
+    `default`; a bare name that is no file here but a shipped suite's (`handicap.txt`): that suite."""
     p = Path(path) if path else default
+    if path and not p.is_file() and len(p.parts) == 1 and config_path("openings", p.name).is_file():
+        p = config_path("openings", p.name)
     if not p.is_file():
         hint = " (the shipped suite is missing: is this a full checkout?)" if not path else ""
         raise ConfigError(f"openings file '{p}' does not exist{hint}")
