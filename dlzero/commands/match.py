@@ -25,14 +25,16 @@ from dlzero.commands.common import add_config_args, add_inference_args, config_f
 if TYPE_CHECKING:
     from dlzero.gating.match import MatchResult
 
+BUILTIN_PREFIXES = ("alphabeta:", "miniosl:")  # players named as rating anchors that play in this process
 MATCH_KEYS = {"games": "gate.max_games", "playouts": "gate.playouts", "parallel": "gate.games_in_parallel",
               "openings": "rate.openings", "tolerance": "rate.clock_tolerance_ms"}
 
 
 def register(sub) -> None:
     m = sub.add_parser("match", help="play two models (or a model and 'random'): W-D-L, score, Elo")
-    players = (".pt/.onnx model, 'default' (the default network), 'network:NAME' (a network), 'random', or an "
-               "outside engine as a rating anchor names it (usi:COMMAND;...;byoyomi=MS)")
+    players = (".pt/.onnx model, a run directory, 'default' (the default network), 'network:NAME' (a network), "
+               "'random', alphabeta:N, miniosl:sample=N, or an outside engine as a rating anchor names it "
+               "(gpsshogi:depth=10:byoyomi=1000, fairy-stockfish:skill=20:byoyomi=1000, usi:COMMAND;...;byoyomi=MS)")
     m.add_argument("model_a", help=players)
     m.add_argument("model_b", help=players)
     m.add_argument("--games", type=int, help="games to play (gate.max_games)")
@@ -56,7 +58,8 @@ def register(sub) -> None:
     m.add_argument("--alpha", type=float, default=0.1, help="with --sprt: the false-H1 rate")
     m.add_argument("--beta", type=float, default=0.1, help="with --sprt: the false-H0 rate")
     m.add_argument("--csv", metavar="FILE", help="append the match's row (players, time control, W-D-L, time "
-                   "losses, searched a move, CPU flags, load) to this CSV file")
+                   "losses, searched a move, CPU flags, load, the --records folder) to this CSV file; a row "
+                   "whose records are kept can be recounted from them (dlzero.gating.recount)")
     m.add_argument("--csa-dir", "--records", dest="csa_dir", metavar="DIR",
                    help="write each game as a CSA record into this folder (its moves, result and reason)")
     m.add_argument("--seed", type=int, default=0, help="seed for the opening order and the random mover")
@@ -177,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.cpu import cpu_flags
     from dlzero.engine.shipped import require_model
     from dlzero.errors import ConfigError
-    from dlzero.gating.anchors import engine_anchor, is_engine
+    from dlzero.gating.anchors import builtin_chooser, engine_anchor, is_engine
     from dlzero.gating.match import RANDOM, MatchResult, play_match
     from dlzero.gating.rating import rating_suite
     from dlzero.inference import load_model
@@ -198,6 +201,9 @@ def run(args: argparse.Namespace) -> int:
     for side, name in zip("AB", names, strict=True):
         if name == RANDOM:
             sides.append(name)
+            continue
+        if name.startswith(BUILTIN_PREFIXES):  # alpha-beta and miniosl's raw network: the rating ladder's rungs
+            sides.append(builtin_chooser(name, args.seed))
             continue
         if args.byoyomi is not None and not is_engine(name):
             require_model(name, cfg, flag=f"player {side}")  # a bad name stops here, not in the engine's stderr
@@ -234,8 +240,8 @@ def run(args: argparse.Namespace) -> int:
                     break
     finally:
         for side in sides:
-            if not isinstance(side, str):
-                side.close()
+            if callable(close := getattr(side, "close", None)):
+                close()
     print(summary(result, args.model_a, args.model_b))
     if verdict:
         print(f"SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, beta {args.beta:g}): {verdict}")
@@ -255,7 +261,8 @@ def run(args: argparse.Namespace) -> int:
                               "b_time_losses": flags["B"],
                               "a_searched_per_move": _round(searched.get("A")),
                               "b_searched_per_move": _round(searched.get("B")),
-                              "cpu_flags": cpu_flags(), "load_average": f"{os.getloadavg()[0]:.2f}"})
+                              "cpu_flags": cpu_flags(), "load_average": f"{os.getloadavg()[0]:.2f}",
+                              "records": args.csa_dir or ""})
     return 0
 
 
