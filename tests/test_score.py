@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import re
 
 import numpy as np
@@ -140,37 +141,46 @@ def test_value_diagnosis_matches_figures_worked_out_by_hand(tmp_path, capsys):
                  "--set", "train.val_lambda=0.4", "--value-diagnosis", "--ply-buckets", "10,20",
                  "--diagnosis-csv", str(tmp_path / "d.csv")]) == 0
     out = capsys.readouterr().out
-    assert "c.pt KL to teacher" in out and "20+" in out
+    assert "c.pt KL to teacher" in out and "20+" in out and "standard error by game" in out
 
     # every scored position by hand: plies with candidates, of games not capped; Black moves at even plies
-    ply, z, logit = [], [], []
-    for game in games:
+    ply, z, logit, gid = [], [], [], []
+    for g, game in enumerate(games):
         if game.result & FLAG_MAX_MOVES:
             continue
         for i, move in enumerate(game.moves):
             if len(move.candidates):
                 ply.append(i)
+                gid.append(g)
                 winner = game.result & 3
                 z.append(0.5 if winner == RESULT_DRAW else float((winner == BLACK_WIN) == (i % 2 == 0)))
                 logit.append(move.eval / 756.0)
-    ply, z, logit = np.array(ply), np.array(z), np.array(logit)
+    ply, z, logit, gid = np.array(ply), np.array(z), np.array(logit), np.array(gid)
     p = 1.0 / (1.0 + np.exp(-logit))
     c = 2 * 0.25  # the constant model's win rate is sigmoid(2 x)
     got = {(r["who"], r["figure"], r["plies"]): r for r in read_csv(tmp_path / "d.csv")}
     for bucket, sel in [("all", ply >= 0), ("0-9", ply < 10), ("10-19", (ply >= 10) & (ply < 20)), ("20+", ply >= 20)]:
         m = z[sel].mean()
+        teacher = _softplus(logit) - z * logit
         expected = {
-            ("constant", "vs_result"): np.mean(-(z * np.log(m) + (1 - z) * np.log(1 - m))[sel]),
-            ("teacher", "vs_result"): np.mean((_softplus(logit) - z * logit)[sel]),
-            ("c.pt", "vs_result"): np.mean((_softplus(c) - z * c)[sel]),
-            ("c.pt", "vs_teacher"): np.mean((_softplus(c) - p * c)[sel]),
-            ("c.pt", "kl_teacher"): np.mean((_softplus(c) - p * c - (_softplus(logit) - p * logit))[sel]),
+            ("constant", "vs_result"): -(z * np.log(m) + (1 - z) * np.log(1 - m)),
+            ("teacher", "vs_result"): teacher,
+            ("c.pt", "vs_result"): _softplus(c) - z * c,
+            ("c.pt", "minus_teacher"): _softplus(c) - z * c - teacher,
+            ("c.pt", "vs_teacher"): _softplus(c) - p * c,
+            ("c.pt", "kl_teacher"): _softplus(c) - p * c - (_softplus(logit) - p * logit),
         }
-        for key, value in expected.items():
+        for key, losses in expected.items():
             row = got[(*key, bucket)]
-            assert float(row["value"]) == pytest.approx(value, rel=1e-5), (key, bucket)
-            assert int(row["positions"]) == sel.sum()
+            mean = losses[sel].mean()
+            assert float(row["value"]) == pytest.approx(mean, rel=1e-5), (key, bucket)
+            assert int(row["positions"]) == sel.sum() and int(row["games"]) == len(set(gid[sel]))
             assert float(row["draws"]) == pytest.approx(np.mean(z[sel] == 0.5))
+            # the standard error by game, each game one sample: its residual sum about the mean
+            residuals = [sum(losses[sel & (gid == g)] - mean) for g in sorted(set(gid[sel]))]
+            n_games = len(residuals)
+            se = math.sqrt(n_games / (n_games - 1) * sum(r * r for r in residuals)) / sel.sum()
+            assert float(row["se"]) == pytest.approx(se, rel=1e-4), (key, bucket)
     assert float(got[("r.pt", "kl_teacher", "all")]["value"]) > 0
     plain, scored = read_csv(tmp_path / "plain.csv"), read_csv(tmp_path / "s.csv")
     for before, after in zip(plain, scored, strict=True):  # the diagnosis's single load blends the same target

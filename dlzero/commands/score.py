@@ -114,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args, FLAG_KEYS)
     models = [model_file(spec, cfg) for spec in args.models]  # every name checked before the data loads
     if args.value_diagnosis:
-        hold, teacher, report = held_out_with_teacher(args.hcpe, cfg.train)
+        hold, teacher, games, report = held_out_with_teacher(args.hcpe, cfg.train)
     else:
-        hold, report = held_out(args.hcpe, cfg.train)
+        hold, _, report = held_out(args.hcpe, cfg.train)
     print(report, file=sys.stderr)
     set_threads(cfg.train.threads)
     device = train_device(cfg.train.device, DistInfo())
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_text(args.csv, _csv_text(rows))
     if args.value_diagnosis:
         logits = {label: value_logits(path, hold, cfg.train.batch_size, device) for label, path in models}
-        diagnosis = value_diagnosis(hold.ply, hold.result, teacher, logits, edges)
+        diagnosis = value_diagnosis(hold.ply, hold.result, teacher, logits, games, edges)
         print()
         print(diagnosis_table(diagnosis))
         if args.diagnosis_csv:
