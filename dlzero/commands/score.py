@@ -17,9 +17,11 @@ int8 file's agreement with its weights is the int8 gate's business, `dlzero expo
 `--value-diagnosis` adds a table of the value loss (the trainer's BCE, on the positions with a value target)
 by ply bucket (`--ply-buckets`, default 30,60,90,120: plies 0-29, ..., 120+): the teacher's own value (the eval
 the data records, as a win rate) against the results, each model against the results, against the teacher's
-win rate, and its KL to it (that loss less the teacher's entropy: 0 for a perfect copy), and a constant (the
-bucket's mean result) for scale. When a student's loss against the results is the teacher's, more labels from
-that teacher cannot lower it; when its KL is large, a better copy can. `--diagnosis-csv` keeps the figures.
+win rate, and its KL to it (that loss less the teacher's entropy: 0 for a perfect copy), each model's loss
+against the results less the teacher's, and a constant (the bucket's mean result) for scale; then each figure's
+standard error by game (a game's positions share its result). When a student's loss against the results is the
+teacher's, more labels from that teacher cannot lower it; when its KL is large, a better copy can.
+`--diagnosis-csv` keeps the figures.
 """
 
 from __future__ import annotations
