@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import csv
+import math
 import re
 
+import numpy as np
 import pytest
 import torch
 from shards import selfplay_games
 
 from dlzero.cli import main
 from dlzero.config import config_from_dict
-from dlzero.data.hcpe3 import write_hcpe3
+from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, WHITE_WIN, write_hcpe3
 from dlzero.model import new_model, save_model
 from dlzero.train.dataset import count_positions
 
@@ -106,3 +108,96 @@ def test_train_threads_sets_torchs_compute_threads(tmp_path):
         assert torch.get_num_threads() == want
     finally:
         torch.set_num_threads(before)
+
+
+def _constant_model(path, logit: float) -> None:
+    """A model whose value logit is `logit` at every position (value_fc2 zeroed, its bias set): figures
+    against it can be worked out by hand."""
+    model = new_model(MODEL_CFG, seed=4)
+    with torch.no_grad():
+        model.value_fc2.weight.zero_()
+        model.value_fc2.bias.fill_(logit)
+    save_model(model, path)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)
+
+
+def test_value_diagnosis_matches_figures_worked_out_by_hand(tmp_path, capsys):
+    games = selfplay_games(7, 40, seed=31)
+    games[0].result = RESULT_DRAW  # a draw: 1/2 for both sides, scored
+    games[1].result = RESULT_DRAW | FLAG_MAX_MOVES  # capped: no value target (train.value_of_capped_games: drop)
+    assert {g.result for g in games[2:]} == {BLACK_WIN, WHITE_WIN}  # the rest won by either side
+    games[2].moves[5].eval = 30000 if games[2].result == WHITE_WIN else -30000  # a proven result: p of 1 or 0
+    write_hcpe3(tmp_path / "v.hcpe3", games)
+    _constant_model(tmp_path / "c.pt", 0.25)
+    save_model(new_model(MODEL_CFG, seed=2), tmp_path / "r.pt")
+    val = ["--val", str(tmp_path / "v.hcpe3"), *FLAGS]
+    assert main(["score", str(tmp_path / "c.pt"), str(tmp_path / "r.pt"), *val, "--csv", str(tmp_path / "plain.csv"),
+                 "--set", "train.val_lambda=0.4"]) == 0
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "c.pt"), str(tmp_path / "r.pt"), *val, "--csv", str(tmp_path / "s.csv"),
+                 "--set", "train.val_lambda=0.4", "--value-diagnosis", "--ply-buckets", "10,20",
+                 "--diagnosis-csv", str(tmp_path / "d.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "c.pt KL to teacher" in out and "20+" in out and "standard error by game" in out
+
+    # every scored position by hand: plies with candidates, of games not capped; Black moves at even plies
+    ply, z, logit, gid = [], [], [], []
+    for g, game in enumerate(games):
+        if game.result & FLAG_MAX_MOVES:
+            continue
+        for i, move in enumerate(game.moves):
+            if len(move.candidates):
+                ply.append(i)
+                gid.append(g)
+                winner = game.result & 3
+                z.append(0.5 if winner == RESULT_DRAW else float((winner == BLACK_WIN) == (i % 2 == 0)))
+                logit.append(move.eval / 756.0)
+    ply, z, logit, gid = np.array(ply), np.array(z), np.array(logit), np.array(gid)
+    p = 1.0 / (1.0 + np.exp(-logit))
+    c = 2 * 0.25  # the constant model's win rate is sigmoid(2 x)
+    got = {(r["who"], r["figure"], r["plies"]): r for r in read_csv(tmp_path / "d.csv")}
+    for bucket, sel in [("all", ply >= 0), ("0-9", ply < 10), ("10-19", (ply >= 10) & (ply < 20)), ("20+", ply >= 20)]:
+        m = z[sel].mean()
+        teacher = _softplus(logit) - z * logit
+        expected = {
+            ("constant", "vs_result"): -(z * np.log(m) + (1 - z) * np.log(1 - m)),
+            ("teacher", "vs_result"): teacher,
+            ("c.pt", "vs_result"): _softplus(c) - z * c,
+            ("c.pt", "minus_teacher"): _softplus(c) - z * c - teacher,
+            ("c.pt", "vs_teacher"): _softplus(c) - p * c,
+            ("c.pt", "kl_teacher"): _softplus(c) - p * c - (_softplus(logit) - p * logit),
+        }
+        for key, losses in expected.items():
+            row = got[(*key, bucket)]
+            mean = losses[sel].mean()
+            assert float(row["value"]) == pytest.approx(mean, rel=1e-5), (key, bucket)
+            assert int(row["positions"]) == sel.sum() and int(row["games"]) == len(set(gid[sel]))
+            assert float(row["draws"]) == pytest.approx(np.mean(z[sel] == 0.5))
+            # the standard error by game, each game one sample: its residual sum about the mean
+            residuals = [sum(losses[sel & (gid == g)] - mean) for g in sorted(set(gid[sel]))]
+            n_games = len(residuals)
+            se = math.sqrt(n_games / (n_games - 1) * sum(r * r for r in residuals)) / sel.sum()
+            assert float(row["se"]) == pytest.approx(se, rel=1e-4), (key, bucket)
+    assert float(got[("r.pt", "kl_teacher", "all")]["value"]) > 0
+    plain, scored = read_csv(tmp_path / "plain.csv"), read_csv(tmp_path / "s.csv")
+    for before, after in zip(plain, scored, strict=True):  # the diagnosis's single load blends the same target
+        for key in ("value_loss", "value_loss_target", "policy_loss"):
+            assert float(after[key]) == pytest.approx(float(before[key]), abs=1e-6), key
+    for row in scored:  # and a model's loss against the results over all plies is the trainer's value_loss
+        assert float(got[(row["model"], "vs_result", "all")]["value"]) == pytest.approx(float(row["value_loss"]),
+                                                                                      abs=1e-5)
+
+
+def test_value_diagnosis_flags_are_checked(tmp_path, capsys):
+    write_hcpe3(tmp_path / "v.hcpe3", selfplay_games(2, 10, seed=32))
+    save_model(new_model(MODEL_CFG, seed=1), tmp_path / "m.pt")
+    val = [str(tmp_path / "m.pt"), "--val", str(tmp_path / "v.hcpe3"), *FLAGS]
+    assert main(["score", *val, "--diagnosis-csv", str(tmp_path / "d.csv")]) == 2
+    assert "go with --value-diagnosis" in capsys.readouterr().err
+    for bad in ("30,20", "0,30", "x"):
+        assert main(["score", *val, "--value-diagnosis", "--ply-buckets", bad]) == 2
+        assert "ascending plies" in capsys.readouterr().err
+    assert not (tmp_path / "d.csv").exists()

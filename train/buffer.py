@@ -127,6 +127,13 @@ class PositionBuffer:
                               self.result[idx], offsets, self.labels[gather], self.probs[gather],
                               self.repetitions[idx], self.reply[idx])
 
+    def with_value(self, value: np.ndarray) -> PositionBuffer:
+        """The same positions with another value target. `dlzero score --value-diagnosis` loads a hold-out once
+        with the teacher's win rate as the target (train.val_lambda 1) and scores the trainer's figures on the
+        blended target, rather than replaying every game twice."""
+        return PositionBuffer(self.base_hcp, self.last_move, self.ply, value, self.result, self.offsets,
+                              self.labels, self.probs, self.repetitions, self.reply)
+
     def tail(self, count: int) -> PositionBuffer:
         """The last `count` positions (the newest, when positions were added in game order)."""
         return self.subset(np.arange(max(0, len(self) - count), len(self)))

@@ -118,10 +118,10 @@ def load_supervised(paths: Sequence[str | Path], val_lambda: float, capped: str 
     return PositionBuffer.concat([_load_file(path, val_lambda, capped)[0] for path in paths])
 
 
-def load_val_files(train: TrainConfig) -> tuple[PositionBuffer, int]:
-    """The positions of `train.val_files` and how many games they hold."""
+def load_val_files(train: TrainConfig) -> tuple[PositionBuffer, np.ndarray]:
+    """The positions of `train.val_files` and the key of each one's game (train.holdout)."""
     val = load_labelled(train.val_files, train.val_lambda, train.value_of_capped_games)
-    return val.buf, len(np.unique(val.keys))
+    return val.buf, val.keys
 
 
 def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, PositionBuffer,
@@ -129,15 +129,24 @@ def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[P
     """(training positions, held-out positions, what was held out) of `paths`: whole games held out of them,
     or the files of `train.val_files` as the held-out set (train.holdout); held-out positions that are
     also training positions are left out."""
+    train_buf, hold_buf, _, report = split_supervised_keyed(paths, train)
+    return train_buf, hold_buf, report
+
+
+def split_supervised_keyed(paths: Sequence[str | Path], train: TrainConfig) -> tuple[
+        PositionBuffer, PositionBuffer, np.ndarray, HoldoutReport]:
+    """`split_supervised`, and the key of each held-out position's game: `dlzero score --value-diagnosis` counts
+    a game's positions as one sample in its standard errors, since they share the game's result."""
     if train.val_files:  # the training files' game keys are not needed
         train_buf = load_supervised(paths, train.val_lambda, train.value_of_capped_games)
-        hold_buf, games = load_val_files(train)
-        held_games, loose = games, []
-        source = ", ".join(train.val_files)
+        hold_buf, hold_keys = load_val_files(train)
+        games = held_games = len(np.unique(hold_keys))
+        source, loose = ", ".join(train.val_files), []
     else:
         data = load_labelled(paths, train.val_lambda, train.value_of_capped_games)
         split = split_games(data.keys, train.holdout_fraction, train.seed)
         train_buf, hold_buf = data.buf.subset(np.flatnonzero(~split.held)), data.buf.subset(np.flatnonzero(split.held))
+        hold_keys = data.keys[split.held]
         games, held_games, source, loose = split.games, split.held_games, "by game", data.loose
     scored = unseen(hold_buf, train_buf)
     note = ""
@@ -146,7 +155,7 @@ def split_supervised(paths: Sequence[str | Path], train: TrainConfig) -> tuple[P
                 "positions have trained game-mates: give a separate held-out file (--val, train.val_files)")
         log.warning("%s", note)
     report = HoldoutReport(source, games, held_games, int(scored.sum()), int((~scored).sum()), note)
-    return train_buf, hold_buf.subset(np.flatnonzero(scored)), report
+    return train_buf, hold_buf.subset(np.flatnonzero(scored)), hold_keys[scored], report
 
 
 def load_matching_model(path: str | Path, cfg: Config) -> tuple[PolicyValueNet, ModelMetadata]:

@@ -3,6 +3,7 @@
     dlzero score A.pt B.pt --hcpe t1.hcpe3 t2.hcpe3          the games `dlzero train --hcpe t1 t2` held out
     dlzero score default A.pt --hcpe t1.hcpe3 --csv s.csv    the shipped default network beside A.pt
     dlzero score A.pt --val test.hcpe3                       every position of test.hcpe3
+    dlzero score default A.pt --val t.hcpe3 --value-diagnosis   and where the value loss is (below)
 
 A training run prints its model's held-out figures once, on the games it held out of its own files; a model
 trained on more files was scored on a larger hold-out, and its figures no longer compare with its parent's.
@@ -12,6 +13,15 @@ policy loss and top-1 agreement with the recorded (teacher's) move; value loss a
 the game's result; value_loss_target against the training target (the result blended with the teacher's
 eval). Models are `.pt` files or shipped networks (a name, or `default`: their `.pt` weights; an ONNX or
 int8 file's agreement with its weights is the int8 gate's business, `dlzero export --int8`).
+
+`--value-diagnosis` adds a table of the value loss (the trainer's BCE, on the positions with a value target)
+by ply bucket (`--ply-buckets`, default 30,60,90,120: plies 0-29, ..., 120+): the teacher's own value (the eval
+the data records, as a win rate) against the results, each model against the results, against the teacher's
+win rate, and its KL to it (that loss less the teacher's entropy: 0 for a perfect copy), each model's loss
+against the results less the teacher's, and a constant (the bucket's mean result) for scale; then each figure's
+standard error by game (a game's positions share its result). When a student's loss against the results is the
+teacher's, more labels from that teacher cannot lower it; when its KL is large, a better copy can.
+`--diagnosis-csv` keeps the figures.
 """
 
 from __future__ import annotations
@@ -43,6 +53,14 @@ def register(sub) -> None:
     p.add_argument("--val", action="append", metavar="FILE",
                    help="hcpe3/hcpe file to score on instead (repeatable, or a comma list; train.val_files)")
     p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
+    p.add_argument("--value-diagnosis", action="store_true",
+                   help="also the value loss by ply: the teacher's own against the results, each model's against "
+                        "the results and against the teacher's win rate (see above)")
+    p.add_argument("--ply-buckets", metavar="EDGES",
+                   help="with --value-diagnosis: ascending plies where buckets start (default 30,60,90,120)")
+    p.add_argument("--diagnosis-csv", metavar="FILE",
+                   help="with --value-diagnosis: also write its figures to this CSV file, a row per figure and "
+                        "bucket")
     p.add_argument("--device", help="auto, cpu, cuda or cuda:N (train.device)")
     p.add_argument("--batch", type=int, help="positions a forward pass (train.batch_size)")
     p.add_argument("--threads", type=int, help="CPU compute threads (train.threads; 0: one a core)")
@@ -76,14 +94,31 @@ def _csv_text(rows: list[dict]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dlzero.data.atomic import atomic_write_text
+    from dlzero.errors import ConfigError
     from dlzero.train.distributed import DistInfo, set_threads, train_device
-    from dlzero.train.scoring import FIGURES, held_out, score_model
+    from dlzero.train.scoring import (
+        DEFAULT_PLY_EDGES,
+        FIGURES,
+        diagnosis_table,
+        held_out,
+        held_out_with_teacher,
+        parse_ply_edges,
+        score_model,
+        value_diagnosis,
+        value_logits,
+    )
 
     if args.val:
         args.val = ",".join(args.val)
+    if (args.ply_buckets or args.diagnosis_csv) and not args.value_diagnosis:
+        raise ConfigError("--ply-buckets and --diagnosis-csv go with --value-diagnosis")
+    edges = parse_ply_edges(args.ply_buckets) if args.ply_buckets else DEFAULT_PLY_EDGES
     cfg = config_from_args(args, FLAG_KEYS)
     models = [model_file(spec, cfg) for spec in args.models]  # every name checked before the data loads
-    hold, report = held_out(args.hcpe, cfg.train)
+    if args.value_diagnosis:
+        hold, teacher, games, report = held_out_with_teacher(args.hcpe, cfg.train)
+    else:
+        hold, _, report = held_out(args.hcpe, cfg.train)
     print(report, file=sys.stderr)
     set_threads(cfg.train.threads)
     device = train_device(cfg.train.device, DistInfo())
@@ -98,4 +133,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r['model']:<{width}}  " + "  ".join(f"{r[k]:>17.4f}" for k in FIGURES))
     if args.csv:
         atomic_write_text(args.csv, _csv_text(rows))
+    if args.value_diagnosis:
+        logits = {label: value_logits(path, hold, cfg.train.batch_size, device) for label, path in models}
+        diagnosis = value_diagnosis(hold.ply, hold.result, teacher, logits, games, edges)
+        print()
+        print(diagnosis_table(diagnosis))
+        if args.diagnosis_csv:
+            atomic_write_text(args.diagnosis_csv, _csv_text(diagnosis))
     return 0
