@@ -76,6 +76,10 @@ def _odd_or_zero(v: Any) -> str | None:
 # kills when it must answer (dlzero.search.mate), to cshogi DfPn's depth of 31 plies.
 MATE_MOVE_MAX_PLIES = 7
 ROOT_MATE_MAX_PLIES = 31
+# The ranges the engine offers for its compute threads and its batch (USI Threads and BatchSize, and
+# the --threads and --batch flags of the commands that play one game): more only makes a move late.
+MAX_THREADS = 256
+MAX_LEAVES_PER_TREE = 4096
 DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int (`set_max_search_node`)
 
 

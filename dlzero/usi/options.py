@@ -24,7 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dlzero.config import MATE_MOVE_MAX_PLIES, ROOT_MATE_MAX_PLIES, Config, config_from_dict, config_to_dict
+from dlzero.config import (
+    MATE_MOVE_MAX_PLIES,
+    MAX_LEAVES_PER_TREE,
+    MAX_THREADS,
+    ROOT_MATE_MAX_PLIES,
+    Config,
+    config_from_dict,
+    config_to_dict,
+)
 from dlzero.engine.player import MAX_PLAYOUTS
 from dlzero.errors import ConfigError
 
@@ -70,9 +78,9 @@ OPTIONS: tuple[UsiOption, ...] = (
     UsiOption("Backend", "combo", "inference.backend", choices=("auto", "torch", "onnx")),
     UsiOption("Device", "string", "inference.device"),
     UsiOption("Precision", "combo", "inference.precision", choices=("auto", "fp32", "fp16", "bf16", "int8")),
-    UsiOption("Threads", "spin", "inference.threads", 0, 256),
+    UsiOption("Threads", "spin", "inference.threads", 0, MAX_THREADS),
     UsiOption("EvalStreams", "spin", "search.eval_streams", 0, 64),
-    UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, 4096),
+    UsiOption("BatchSize", "spin", "search.leaves_per_tree", 1, MAX_LEAVES_PER_TREE),
     UsiOption("Playouts", "spin", "usi.playouts", 0, MAX_PLAYOUTS),
     UsiOption("SearchAlgorithm", "combo", "search.algorithm", choices=("puct", "gumbel")),
     UsiOption("ByoyomiMargin", "spin", "usi.byoyomi_margin_ms", 0, 60_000),
