@@ -319,6 +319,8 @@ def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27", a
         return Analysis(bestmove="win", winrate=1.0, score_cp=30000)
     listed = {cshogi.move16(m) for m in allowed}  # mate finders may return the 16-bit form of a move
     for d in range(1, min(mate_depth, MATE_MOVE_MAX_PLIES) + 1, 2):
+        if stop is not None and stop():  # each depth holds the GIL for up to tens of ms: a stop ends them here
+            return None
         move = find_mate(board, d)
         if move and (not listed or cshogi.move16(move) in listed):
             usi = cshogi.move_to_usi(move)
