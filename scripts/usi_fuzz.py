@@ -105,7 +105,7 @@ def fuzz_lines(seed: int, count: int) -> Iterator[str]:
         elif kind == "setoption":
             yield "setoption name " + rng.choice(OPTIONS)
         elif kind == "junk":
-            yield rng.choice(["", "   ", "frobnicate", "position", "setoption", "go go go", "isready now",
+            yield rng.choice(["", "   ", "frobnicate", "position", "setoption", "go go go", "isreadyy",
                               "".join(chr(rng.randrange(33, 127)) for _ in range(rng.randrange(1, 40)))])
         else:
             yield kind
