@@ -184,8 +184,8 @@ def main() -> int:
         recent.append(line)
         gos += line.startswith("go") and line.split()[0] == "go"
         engine.send(line)
-        pause = rng.random()
-        time.sleep(pause * args.pause_ms / 1000.0 if pause < 0.99 else 0.05 + pause * 0.15)  # now and then a search runs on
+        pause = rng.random()  # one line in a hundred, a longer pause: a search runs on for a while
+        time.sleep(pause * args.pause_ms / 1000.0 if pause < 0.99 else 0.05 + pause * 0.15)
     engine.send("stop")
     final = engine.isready(args.hang_s)
     deadline = time.monotonic() + 5.0
