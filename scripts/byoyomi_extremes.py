@@ -19,6 +19,7 @@ import io
 import os
 import threading
 import time
+from pathlib import Path
 
 from dlzero.config import Config
 from dlzero.usi import UsiEngine
@@ -93,8 +94,8 @@ def main() -> None:
     p.add_argument("--model", help="network file (default: the shipped network, as `dlzero usi` plays)")
     p.add_argument("--only", help="comma-separated option names to try (default: all)")
     args = p.parse_args()
-    flags = sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
-                    for f in line.split() if f in ("avx2", "avx512_vnni")}) if os.path.exists("/proc/cpuinfo") else []
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    flags = sorted(set(cpuinfo.split()) & {"avx2", "avx512_vnni"})
     print(f"cores {os.cpu_count()}  load {' '.join(f'{x:.1f}' for x in os.getloadavg())}  flags {' '.join(flags)}")
     wanted = set(args.only.split(",")) if args.only else None
     worst_all = (0.0, "")
