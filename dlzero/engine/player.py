@@ -41,6 +41,8 @@ from dlzero.search.mate import MateSolver
 # about one longest step each; over a 20-game shogiarena match against Fairy-Stockfish on the same
 # cores two moves took 1.6 s and lost on time.
 HARD_STOP_STEPS = 2
+# That was measured with two batches in flight; with more streams (EvalStreams, up to 64) the leaves in
+# flight beyond those take, to drain after the stop, their number over this search's rate, kept ahead too.
 # A step is also the finest grain at which a search sees `stop`, so its length is bounded whatever
 # BatchSize and EvalStreams say: the leaves of one step (a batch per stream) are cut to what the
 # last search's speed evaluates in STEP_MS (an eighth of the hard limit when that is shorter), never
@@ -163,6 +165,7 @@ class Player:
         state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False,
                  "last_check": None, "step_ms": 0.0}
         clock_start = [start]
+        many_streams = self.search.cfg.eval_streams > 2
 
         def elapsed_ms() -> float:
             if self._ponder_start is not None:  # ponderhit: the clock starts now
@@ -188,7 +191,8 @@ class Player:
                 return True
             if state["pondering"] or budget.hard_ms is None:
                 return False
-            if now_ms + HARD_STOP_STEPS * state["step_ms"] >= budget.hard_ms:
+            drain_ms = tree.inflight * now_ms / tree.playouts_done if many_streams and tree.playouts_done else 0.0
+            if now_ms + HARD_STOP_STEPS * state["step_ms"] + drain_ms >= budget.hard_ms:
                 return True
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
