@@ -130,3 +130,21 @@ def test_a_seeded_fuzz_answers_every_isready_at_once_and_exits_on_quit(model):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "all isready answered" in proc.stdout
+
+
+@pytest.mark.parametrize("option", ["BatchSize value 4096", "Threads value 256", "MateGuardNodes value 10000000",
+                                    "EvalStreams value 64"])
+def test_an_option_at_the_end_of_its_range_keeps_the_byoyomi(usi, option):
+    """In-range options overran a 1 s byoyomi (BatchSize 4096: 7 s a move, Threads 256: 4-6 s, MateGuardNodes
+    10^7: 26 s). A step's batch is cut to the search's speed, the threads to the cores, the guard to the clock.
+    With this test's small network only BatchSize overran before (2.1 s); the guard's overrun needs a position
+    slow for df-pn (test_faults_engine's mate guard test) and the threads' a real network (test_layout)."""
+    usi.send(f"setoption name {option}", "isready")
+    usi.wait(_is("readyok"), timeout=60)
+    played: list[str] = []
+    for _ in range(3):
+        usi.send("position startpos" + (" moves " + " ".join(played) if played else ""),
+                 "go btime 0 wtime 0 byoyomi 1000")
+        line, took = usi.wait(_is("bestmove"), timeout=60)
+        assert took < 1.0 + 0.5, (option, took)  # the byoyomi, with slack for a loaded machine
+        played.append(line.split()[1])
