@@ -167,7 +167,10 @@ class Player:
         clock_start = [start]
         many_streams = self.search.cfg.eval_streams > 2
 
-        def elapsed_ms() -> float:
+        def searched_ms() -> float:  # since the search began, pondering included: what its playouts took
+            return (time.perf_counter() - start) * 1000.0
+
+        def elapsed_ms() -> float:  # on the clock: since `go`, or since `ponderhit`
             if self._ponder_start is not None:  # ponderhit: the clock starts now
                 clock_start[0] = self._ponder_start
                 self._ponder_start = None
@@ -191,7 +194,9 @@ class Player:
                 return True
             if state["pondering"] or budget.hard_ms is None:
                 return False
-            drain_ms = tree.inflight * now_ms / tree.playouts_done if many_streams and tree.playouts_done else 0.0
+            drain_ms = 0.0  # the leaves in flight at this search's rate
+            if many_streams and tree.playouts_done:
+                drain_ms = tree.inflight * searched_ms() / tree.playouts_done
             if now_ms + HARD_STOP_STEPS * state["step_ms"] + drain_ms >= budget.hard_ms:
                 return True
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
@@ -205,7 +210,7 @@ class Player:
         self.search.run([tree], playouts, leaves_per_tree=self._step_leaves(budget.hard_ms), should_stop=should_stop,
                         guard_solver=self.mate, guard_stop=guard_stop)
         if tree.playouts_done >= 64:
-            self._rate = tree.playouts_done / max(elapsed_ms(), 1.0)
+            self._rate = tree.playouts_done / max(searched_ms(), 1.0)
         while limits.open_ended and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
