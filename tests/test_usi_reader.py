@@ -148,3 +148,25 @@ def test_an_option_at_the_end_of_its_range_keeps_the_byoyomi(usi, option):
         line, took = usi.wait(_is("bestmove"), timeout=60)
         assert took < 1.0 + 0.5, (option, took)  # the byoyomi, with slack for a loaded machine
         played.append(line.split()[1])
+
+
+def test_a_step_is_cut_to_what_the_search_evaluates_in_a_tenth_of_a_second():
+    """The grain at which a search sees `stop` and its clock: BatchSize 4096 made one step take 7 s."""
+    from dlzero.config import Config
+    from dlzero.engine.player import FIRST_STEP_LEAVES, MIN_STEP_LEAVES, STEP_MS, Player
+    from dlzero.inference import NullEvaluator
+
+    cfg = Config()
+    cfg.search.leaves_per_tree = 4096
+    player = Player(NullEvaluator(), cfg)
+    streams = player.search.cfg.eval_streams
+    assert player._step_leaves(700.0) == FIRST_STEP_LEAVES  # no search timed yet
+    player._rate = 20.0  # playouts per ms
+    assert player._step_leaves(None) == int(20.0 * STEP_MS / streams)
+    assert player._step_leaves(80.0) == max(int(20.0 * 10.0 / streams), MIN_STEP_LEAVES)  # an eighth of the limit
+    player._rate = 0.01
+    assert player._step_leaves(700.0) == MIN_STEP_LEAVES
+    cfg.search.leaves_per_tree = 16
+    fast = Player(NullEvaluator(), cfg)
+    fast._rate = 1000.0
+    assert fast._step_leaves(700.0) == 16  # never more than BatchSize
