@@ -204,7 +204,8 @@ def main() -> int:
     worst, worst_line = max(waits) if waits else (0.0, 0)
     print(f"lines {args.lines}  seed {args.seed}  seconds {elapsed:.1f}")
     print(f"isready {len(waits)}  median {1000 * statistics.median(times):.1f} ms  "
-          f"p99 {1000 * times[int(0.99 * (len(times) - 1))]:.1f} ms  worst {1000 * worst:.1f} ms (line {worst_line})")
+          f"p99 {1000 * times[int(0.99 * (len(times) - 1))]:.1f} ms  worst {1000 * worst:.1f} ms (line {worst_line})  "
+          f"over {args.ready_limit} s: {sum(t > args.ready_limit for t in times)}")
     for took, number in sorted(waits, reverse=True)[:3]:
         print(f"  {1000 * took:.0f} ms at line {number}, after: {' | '.join(text[:60] for text in before[number])}")
     print(f"go {gos}  answers {engine.answers}  quit {'never' if quit_s is None else f'{quit_s:.2f} s'}")
