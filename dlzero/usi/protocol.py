@@ -68,7 +68,7 @@ MATE_NODES_PER_MS = 500
 MATE_NODES_INFINITE = 5_000_000
 # How long `quit` waits for a stopped search to write its `bestmove` before the engine exits
 # regardless: match runners kill an engine still running a few seconds after `quit`.
-QUIT_WAIT_S = 0.5
+QUIT_WAIT_S = 0.8
 
 
 @dataclass(frozen=True)
