@@ -78,8 +78,8 @@ def test_a_command_mid_search_ends_it_first(usi, go, command):
     usi.send(command)
     assert usi.wait(_is("bestmove"), timeout=30)[1] < REPLY_S
     _ready_at_once(usi)
-    if command.startswith("go"):
-        usi.wait(_is("bestmove"), timeout=30)  # the new search's own answer
+    if command.startswith("go") and len(_answers(usi)) < 2:  # the new search's own answer, unless already in
+        usi.wait(_is("bestmove"), timeout=30)
     usi.send("stop")
     _ready_at_once(usi)
     _quit_at_once(usi)
