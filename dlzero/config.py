@@ -12,6 +12,7 @@ rule and the default live together.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import types
 import typing
@@ -86,7 +87,10 @@ MATE_MOVE_MAX_PLIES = 7
 ROOT_MATE_MAX_PLIES = 31
 # How the USI engine chooses among a position's book moves (book.pick, BookPick): dlzero.data.book.pick.
 BOOK_PICKS = ("best", "weighted")
-MAX_THREADS = 1024  # inference.threads: onnxruntime takes a C int, and no machine runs more usefully
+# The ranges the engine offers for its compute threads and its batch (USI Threads and BatchSize, the --threads
+# flag of every command, inference.threads, and bestmove's --batch): more only makes a move late.
+MAX_THREADS = 256
+MAX_LEAVES_PER_TREE = 4096
 MAX_LINE_BYTES = 1 << 30  # analysis.max_line_bytes: a read's length must fit a C ssize_t; no query needs 1 GiB
 DFPN_NODES_MAX = (1 << 31) - 1  # cshogi's DfPn takes its node limit as a C int (`set_max_search_node`)
 
@@ -610,7 +614,14 @@ class Config:
 
 
 def _type_of(cls: type, name: str) -> Any:
-    return typing.get_type_hints(cls)[name]
+    return _type_hints(cls)[name]
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """A config class's field types, resolved once: resolving them at every field cost 120 ms a config
+    (a USI `setoption` builds one), half a second on a loaded machine, while the engine's reader waited."""
+    return typing.get_type_hints(cls)
 
 
 def _coerce(value: Any, typ: Any, key: str) -> Any:

@@ -21,6 +21,9 @@ _PIECE_LIMITS = {"P": 18, "L": 4, "N": 4, "S": 4, "G": 4, "B": 2, "R": 2, "K": 2
 _PROMOTABLE = set("PLNSBR")
 _HAND_KINDS = set("PLNSGBR")
 _HAND_RE = re.compile(r"(\d*)([PLNSGBRplnsgbr])")
+# The largest SFEN move number taken: far beyond any game (DrawPly's largest value, 10^6, included)
+# and far from cshogi's C int, which 2^31 - 1 plus the moves after it overflowed.
+MAX_MOVE_NUMBER = 1_000_000
 
 
 def _check_board(text: str) -> None:
@@ -29,6 +32,7 @@ def _check_board(text: str) -> None:
         raise PositionError(f"SFEN board '{text}' must have 9 ranks separated by '/', found {len(ranks)}")
     counts: dict[str, int] = {}
     kings = {"K": 0, "k": 0}
+    king_squares: list[tuple[int, int]] = []
     pawn_files: set[tuple[str, int]] = set()
     for r, rank in enumerate(ranks):
         file_idx = 0  # counts from file 9 (left) towards file 1
@@ -66,6 +70,7 @@ def _check_board(text: str) -> None:
                     pawn_files.add(key)
             if kind == "K":
                 kings[ch] += 1
+                king_squares.append((r, file_idx))
             counts[kind] = counts.get(kind, 0) + 1
             file_idx += 1
             i += 1
@@ -73,6 +78,9 @@ def _check_board(text: str) -> None:
             raise PositionError(f"SFEN rank {r + 1} '{rank}' covers {file_idx} files, not 9")
     if kings["K"] != 1 or kings["k"] != 1:
         raise PositionError(f"SFEN board must have one king per side (black {kings['K']}, white {kings['k']})")
+    (r1, f1), (r2, f2) = king_squares
+    if abs(r1 - r2) <= 1 and abs(f1 - f2) <= 1:  # cshogi's check test leaves out the king's own attacks
+        raise PositionError("SFEN: the two kings stand next to each other (one could capture the other)")
     _check_counts(counts, "board")
 
 
@@ -122,8 +130,8 @@ def validate_sfen(sfen: str) -> str:
         board_counts[ch.upper()] = board_counts.get(ch.upper(), 0) + n
     _check_counts(board_counts, "position")
     number = parts[3] if len(parts) == 4 else "1"
-    if not number.isdigit() or int(number) < 1:
-        raise PositionError(f"SFEN move number must be a positive integer, got '{number}'")
+    if not (number.isascii() and number.isdigit()) or not 1 <= int(number) <= MAX_MOVE_NUMBER:
+        raise PositionError(f"SFEN move number must be an integer from 1 to {MAX_MOVE_NUMBER}, got '{number}'")
     normalised = f"{board} {side} {hands} {number}"
     # The side that just moved must not be in check: set the position with the turn flipped and ask.
     flipped = cshogi.Board()

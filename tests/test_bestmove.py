@@ -49,3 +49,18 @@ def test_errors_are_dlzero_errors(model, tmp_path):
         _run(["--model", model, "--position", "startpos moves 9a9b"])
     with pytest.raises(DlzeroError):
         _run(["--model", str(tmp_path / "missing.pt"), "--position", "startpos"])
+
+
+def test_flags_have_the_usi_options_bounds_and_illegal_positions_are_refused(model, capsys):
+    """Issue 52: `--threads 2000` gave no answer in 120 s (USI caps Threads at 256), and an SFEN with the two
+    kings adjacent was played (`bestmove 5f5e`, the king taking the king)."""
+    for flag in (["--threads", "2000"], ["--threads", "-1"], ["--batch", "4097"], ["--batch", "0"]):
+        with pytest.raises(SystemExit) as info:
+            _run(["--model", model, "--position", "startpos", *flag])
+        assert info.value.code == 2
+        assert "must be from" in capsys.readouterr().err
+    for sfen in ("9/9/9/9/4k4/4K4/9/9/9 b - 1", "4k4/9/9/9/9/9/9/9/4K4 b - 2147483647"):
+        with pytest.raises(DlzeroError):
+            _run(["--model", model, "--sfen", sfen])
+    assert _run(["--model", model, "--position", "startpos", "--batch", "4096", "--playouts", "16"]) == 0
+    assert capsys.readouterr().out.strip()

@@ -159,11 +159,17 @@ def test_go_mate_still_solves_and_a_new_position_stops_an_infinite_one(usi):
 def test_the_mate_guard_keeps_isready_stop_and_quit_at_once(usi):
     """MateGuardNodes 10^7 on a position slow for df-pn: the guard ran df-pn in the engine after the search and
     held the GIL for a minute, so `isready`, `stop` and `quit` waited for it. In the helper process the engine
-    answers, `stop` ends the guard and the move the search chose is played."""
+    answers, `stop` ends the guard and the move the search chose is played. Under a clock the guard ends at
+    the move's hard limit (issue 52: a move at byoyomi 1000 took 26 s); without one it runs until `stop`."""
     usi.send("setoption name MateGuardNodes value 10000000", "isready")
     usi.wait(_is("readyok"))  # `isready` started the helper process
     usi.send(f"position {GUARD_SLOW}", "go btime 0 wtime 0 byoyomi 1000")
-    time.sleep(2.0)  # the search's 0.7 s, then the guard
+    line, took = usi.wait(_is("bestmove"), timeout=30)
+    assert took < 1.0 + 0.5  # the byoyomi, with slack for a loaded machine
+    board = cshogi.Board(GUARD_SLOW.split(" ", 1)[1])
+    assert line.split()[1] in {cshogi.move_to_usi(m) for m in board.legal_moves}
+    usi.send("go nodes 30")
+    time.sleep(2.0)  # the search's 30 playouts, then the guard
     usi.send("isready")
     assert usi.wait(_is("readyok"))[1] < ANSWER_S
     time.sleep(0.2)
@@ -171,9 +177,8 @@ def test_the_mate_guard_keeps_isready_stop_and_quit_at_once(usi):
     usi.send("stop")
     line, took = usi.wait(_is("bestmove"))
     assert took < ANSWER_S
-    board = cshogi.Board(GUARD_SLOW.split(" ", 1)[1])
     assert line.split()[1] in {cshogi.move_to_usi(m) for m in board.legal_moves}
-    usi.send("go btime 0 wtime 0 byoyomi 1000")
+    usi.send("go nodes 30")
     time.sleep(2.0)
     start = time.monotonic()
     usi.send("quit")

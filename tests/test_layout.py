@@ -46,11 +46,14 @@ def test_set_streams_and_gpus():
     assert engine_streams(_cfg(streams=1), _OnGpu(), cores=64) == 1
 
 
-def test_engine_inference_gives_one_thread_a_call_only_when_both_are_automatic():
+def test_engine_inference_gives_one_thread_a_call_only_when_both_are_automatic(monkeypatch):
+    monkeypatch.setattr("dlzero.engine.layout.usable_cores", lambda: 4)
     assert engine_inference(_cfg()).inference.threads == 1
     assert engine_inference(_cfg(threads=3)).inference.threads == 3
     assert engine_inference(_cfg(streams=2)).inference.threads == 0  # a set stream count keeps the library default
     assert engine_inference(_cfg(threads=3)) == _cfg(threads=3)
+    # issue 52: more threads than cores made a 1 s byoyomi move take 4-6 s (USI Threads 256 on 2 cores)
+    assert engine_inference(_cfg(threads=256)).inference.threads == 4
 
 
 def test_usable_cores_follow_the_affinity():

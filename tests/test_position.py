@@ -57,6 +57,11 @@ BAD_SFENS = [
     (f"{START} b - -3", "move number"),
     (f"{START} b - abc", "move number"),
     (f"{START} b - 1.5", "move number"),
+    (f"{START} b - 2147483647", "move number"),  # issue 52: was accepted, and cshogi's C int overflowed
+    (f"{START} b - 1000001", "move number"),
+    ("9/9/9/9/4k4/4K4/9/9/9 b - 1", "kings stand next to each other"),  # issue 52: bestmove played 5f5e (KxK)
+    ("9/9/9/9/3k5/4K4/9/9/9 w - 1", "kings stand next to each other"),
+    ("4k4/4R4/9/9/9/9/9/9/4K4 b - 1", "the side not to move is in check"),
     ("lnsgkgsnl/1r5b1/ppppppppp/9/4R4/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1", "3 pieces of kind 'R'"),
     (f"{START} b R 1", "3 pieces of kind 'R'"),
     (f"{START} b P 1", "19 pieces of kind 'P'"),

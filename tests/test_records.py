@@ -81,7 +81,8 @@ def test_the_crashing_csa_file_is_skipped_as_a_crash(imported):
 
 def test_tsume_positions_without_a_king_are_skipped(imported):
     reasons = dict(imported[0].skipped)
-    assert "king" in reasons[str(CSA / "9fu.csa")]
+    # the engine's position check refuses them: 9fu.csa's first fault found is two pawns on a file
+    assert "start position is refused" in reasons[str(CSA / "9fu.csa")]
     assert "king" in reasons[str(KIF / "taichitsume.kif")]
 
 
@@ -180,3 +181,17 @@ def test_command_prints_a_summary(tmp_path, capsys):
     assert re.search(r"imported 12 files / \d+ positions into", err)
     assert "9fu_komabetsu.csa: parser crashed" in err
     assert command.run(argparse.Namespace(files=[str(tmp_path / "none")], out=str(out), quiet=True)) == 1
+
+
+def test_a_start_position_the_engine_refuses_imports_no_move(tmp_path):
+    """Issue 52: record import takes the engine's position check (`dlzero.position.validate_sfen`), so a
+    record starting with the two kings adjacent adds no impossible position to the training data."""
+    empty = " * " * 9
+    rows = [empty] * 9
+    rows[4] = " * " * 4 + "-OU" + " * " * 4  # White's king on 5e
+    rows[5] = " * " * 4 + "+OU" + " * " * 4  # Black's king on 5f, next to it
+    board = "".join(f"P{r + 1}{row}\n" for r, row in enumerate(rows))
+    (tmp_path / "kings.csa").write_text("V2.2\n" + board + "+\n+5657OU\n%TORYO\n")
+    report = import_records([str(tmp_path / "kings.csa")], str(tmp_path / "o.hcpe"), progress=False)
+    assert report.imported == []
+    assert "kings stand next to each other" in dict(report.skipped)[str(tmp_path / "kings.csa")]

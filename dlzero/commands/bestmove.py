@@ -5,9 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlzero.commands.common import MODEL_HELP, add_config_args, add_inference_args, config_from_args, model_choice
+from dlzero.commands.common import (
+    MODEL_HELP,
+    add_config_args,
+    add_inference_args,
+    config_from_args,
+    int_range,
+    model_choice,
+)
+from dlzero.config import MAX_LEAVES_PER_TREE
 
-FLAG_KEYS = {"playouts": "search.playouts"}
+FLAG_KEYS = {"playouts": "search.playouts", "batch": "search.leaves_per_tree"}
 
 
 def register(sub) -> None:
@@ -17,6 +25,8 @@ def register(sub) -> None:
     where.add_argument("--sfen", help="the position as an SFEN string")
     where.add_argument("--position", help="as in USI: 'startpos moves 7g7f ...' or 'sfen ... moves ...'")
     p.add_argument("--playouts", type=int, help="playouts to search (search.playouts, default 800)")
+    p.add_argument("--batch", type=int_range(1, MAX_LEAVES_PER_TREE),
+                   help=f"leaves a network call, 1 to {MAX_LEAVES_PER_TREE} (search.leaves_per_tree; USI BatchSize)")
     p.add_argument("--json", action="store_true", help="print the full analysis as one JSON object")
     add_config_args(p)
     add_inference_args(p)

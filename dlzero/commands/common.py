@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlzero.config import Config, load_config
+from dlzero.config import MAX_THREADS, Config, load_config
 from dlzero.resources import configs_dir
 
 if TYPE_CHECKING:
@@ -28,6 +28,20 @@ FLAG_KEYS: dict[str, str] = {
 }
 
 
+def int_range(lo: int, hi: int):
+    """An argparse type: an integer from `lo` to `hi`, the range the USI option of the same key offers,
+    so a flag cannot ask for what the engine refuses in a GUI (--threads 2000 never answered)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo} to {hi}, got {value}")
+        return value
+    return parse
+
+
 def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML config file, or the name of one in configs/ (tiny, gpu-1, cluster, "
                    "...); default: built-in defaults (a 5x64 network)")
@@ -42,7 +56,8 @@ def add_inference_args(p: argparse.ArgumentParser, backend: bool = True) -> None
     p.add_argument("--device", help="auto, cpu, cuda or cuda:N (inference.device)")
     p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16", "int8"],
                    help="inference.precision; int8: a calibrated quantized ONNX model on onnxruntime")
-    p.add_argument("--threads", type=int, help="compute threads per process (inference.threads)")
+    p.add_argument("--threads", type=int_range(0, MAX_THREADS),
+                   help=f"compute threads per process, 0 to {MAX_THREADS} (inference.threads)")
 
 
 def error_status(command: str, exc: BaseException) -> int | None:

@@ -42,6 +42,8 @@ def _replay(game: ParsedRecord) -> tuple[np.ndarray, list[str]]:
     notes = list(game.notes)
     moves, stop = legal_prefix(game)
     count = len(moves)
+    if not count and stop is not None:  # the board may not even be one cshogi takes (a refused start)
+        return np.zeros(0, HCPE_DTYPE), notes + [f"{stop}; no moves imported"]
     board = cshogi.Board(game.sfen)
     records = np.zeros(count, HCPE_DTYPE)
     for i, move in enumerate(moves):

@@ -34,6 +34,8 @@ import cshogi.KIF
 from dlzero.data.hcpe import format_move16, legal_move16s
 from dlzero.data.hcpe3 import BLACK_WIN, RESULT_DRAW, WHITE_WIN
 from dlzero.data.isolated import DEFAULT_TIMEOUT_S, run_isolated
+from dlzero.errors import PositionError
+from dlzero.position import board_from_sfen
 
 RECORD_SUFFIXES = (".csa", ".kif", ".kifu", ".ki2")
 
@@ -319,8 +321,13 @@ def legal_prefix(game: ParsedRecord) -> tuple[list[int], str | None]:
     normalised through cshogi's move16 lookup, and what stopped there ("move 7 (7g7f) is illegal",
     "move 3 was not understood by the parser"; None when every move is legal).
 
-    The one legality check of a record: import-records and review cut a game at the same move."""
-    board = cshogi.Board(game.sfen)
+    The one legality check of a record: import-records and review cut a game at the same move. A start
+    position the engine would refuse (`dlzero.position.validate_sfen`: adjacent kings, a pawn that cannot
+    move, ...) keeps no move at all, so no impossible position reaches the training data."""
+    try:
+        board = board_from_sfen(game.sfen)
+    except PositionError as exc:
+        return [], f"the start position is refused: {exc}"
     moves: list[int] = []
     for move in game.moves:
         move16 = move & 0xFFFF

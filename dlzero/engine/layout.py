@@ -38,10 +38,16 @@ def usable_cores() -> int:
 
 def engine_inference(cfg: Config) -> Config:
     """`cfg` with the engine's compute threads per network call: 1 where the layout is automatic
-    (`search.eval_streams: 0`) and `inference.threads` is left at 0; as configured otherwise."""
-    if cfg.search.eval_streams or cfg.inference.threads:
+    (`search.eval_streams: 0`) and `inference.threads` is left at 0; as configured otherwise, but
+    never more than the usable cores. More threads than cores only wait on each other: USI Threads
+    256 on 2 cores made a 1 s byoyomi move take 4-6 s."""
+    threads = cfg.inference.threads
+    if not (cfg.search.eval_streams or threads):
+        threads = 1
+    threads = min(threads, usable_cores())
+    if threads == cfg.inference.threads:
         return cfg
-    return dataclasses.replace(cfg, inference=dataclasses.replace(cfg.inference, threads=1))
+    return dataclasses.replace(cfg, inference=dataclasses.replace(cfg.inference, threads=threads))
 
 
 def load_engine_model(path: str | Path, cfg: Config) -> Evaluator:

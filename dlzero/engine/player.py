@@ -41,6 +41,16 @@ from dlzero.search.mate import MateSolver
 # about one longest step each; over a 20-game shogiarena match against Fairy-Stockfish on the same
 # cores two moves took 1.6 s and lost on time.
 HARD_STOP_STEPS = 2
+# That was measured with two batches in flight; with more streams (EvalStreams, up to 64) the leaves in
+# flight beyond those take, to drain after the stop, their number over this search's rate, kept ahead too.
+# A step is also the finest grain at which a search sees `stop`, so its length is bounded whatever
+# BatchSize and EvalStreams say: the leaves of one step (a batch per stream) are cut to what the
+# last search's speed evaluates in STEP_MS (an eighth of the hard limit when that is shorter), never
+# below MIN_STEP_LEAVES; before any search was timed, to FIRST_STEP_LEAVES (the default BatchSize).
+# Unbounded, BatchSize 4096 made one step of a 1 s byoyomi move take 7 s on 2 cores.
+STEP_MS = 100.0
+MIN_STEP_LEAVES = 8
+FIRST_STEP_LEAVES = 64
 # A root mate search deeper than MATE_MOVE_MAX_PLIES goes on with df-pn in a helper process
 # (dlzero.search.mate) for at most ROOT_MATE_SHARE of the move's target time, or ROOT_MATE_SECONDS
 # without a clock (`go nodes`, `go infinite`, analysis), and ROOT_MATE_NODES df-pn nodes (a node
@@ -98,7 +108,7 @@ class Player:
         self._moves: list[int] = []
         self._ponder_start: float | None = None
         self.resign_threshold = cfg.usi.resign_threshold
-        self._rate: float | None = None  # playouts per ms of the last timed search (Gumbel budgets)
+        self._rate: float | None = None  # playouts per ms of the last search (Gumbel budgets, step sizes)
         self._restricted = False  # the tree's root holds only a `go searchmoves` list
 
     # -- position and tree reuse ----------------------------------------------------------------
@@ -155,17 +165,21 @@ class Player:
         state = {"extended": False, "last_info": start, "pondering": limits.ponder, "full": False,
                  "last_check": None, "step_ms": 0.0}
         clock_start = [start]
+        many_streams = self.search.cfg.eval_streams > 2
 
-        def elapsed_ms() -> float:
+        def searched_ms() -> float:  # since the search began, pondering included: what its playouts took
+            return (time.perf_counter() - start) * 1000.0
+
+        def elapsed_ms() -> float:  # on the clock: since `go`, or since `ponderhit`
+            if self._ponder_start is not None:  # ponderhit: the clock starts now
+                clock_start[0] = self._ponder_start
+                self._ponder_start = None
+                state["pondering"] = False
             return (time.perf_counter() - clock_start[0]) * 1000.0
 
         def should_stop() -> bool:
             if stop is not None and stop.is_set():
                 return True
-            if self._ponder_start is not None:  # ponderhit: the clock starts now
-                clock_start[0] = self._ponder_start
-                self._ponder_start = None
-                state["pondering"] = False
             now_ms = elapsed_ms()
             if state["last_check"] is not None:  # a step's length, the recent longest fading by a quarter a step
                 state["step_ms"] = max(now_ms - state["last_check"], 0.75 * state["step_ms"])
@@ -180,15 +194,23 @@ class Player:
                 return True
             if state["pondering"] or budget.hard_ms is None:
                 return False
-            if now_ms + HARD_STOP_STEPS * state["step_ms"] >= budget.hard_ms:
+            drain_ms = 0.0  # the leaves in flight at this search's rate
+            if many_streams and tree.playouts_done:
+                drain_ms = tree.inflight * searched_ms() / tree.playouts_done
+            if now_ms + HARD_STOP_STEPS * state["step_ms"] + drain_ms >= budget.hard_ms:
                 return True
             return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
+        def guard_stop() -> bool:  # the mate guard ends at `stop` and at the hard limit: the clock bounds it too
+            if stop is not None and stop.is_set():
+                return True
+            return budget.hard_ms is not None and elapsed_ms() >= budget.hard_ms and not state["pondering"]
+
         # the mate guard's df-pn in the helper process, so `stop`, `isready` and `quit` are answered while it runs
-        self.search.run([tree], playouts, leaves_per_tree=self.cfg.search.leaves_per_tree, should_stop=should_stop,
-                        guard_solver=self.mate, guard_stop=stop.is_set if stop is not None else None)
+        self.search.run([tree], playouts, leaves_per_tree=self._step_leaves(budget.hard_ms), should_stop=should_stop,
+                        guard_solver=self.mate, guard_stop=guard_stop)
         if tree.playouts_done >= 64:
-            self._rate = tree.playouts_done / max(elapsed_ms(), 1.0)
+            self._rate = tree.playouts_done / max(searched_ms(), 1.0)
         while limits.open_ended and stop is not None and not stop.is_set():
             stop.wait(0.01)  # `go infinite` must not answer before `stop`
         result = self._analysis(start)
@@ -214,6 +236,16 @@ class Player:
 
         self.tree = Tree(_copy_board(self.tree.board), move_filter=root_only if searchmoves else None)
         self._restricted = bool(searchmoves)
+
+    def _step_leaves(self, hard_ms: float | None) -> int:
+        """Leaves each step adds: BatchSize, cut so that a step's batches (one per stream in flight) take
+        about STEP_MS at the last search's speed (see STEP_MS)."""
+        wanted = self.cfg.search.leaves_per_tree
+        if self._rate is None:
+            return min(wanted, FIRST_STEP_LEAVES)
+        step_ms = STEP_MS if hard_ms is None else min(STEP_MS, hard_ms / 8)
+        fits = int(self._rate * step_ms / max(self.search.cfg.eval_streams, 1))
+        return min(wanted, max(fits, MIN_STEP_LEAVES))
 
     def _gumbel_budget(self, target_ms: float) -> int:
         """Gumbel's Sequential Halving needs its simulation budget up front: by time, the playouts
@@ -296,6 +328,8 @@ def root_checks(board: cshogi.Board, mate_depth: int, declaration: str = "27", a
         return Analysis(bestmove="win", winrate=1.0, score_cp=30000)
     listed = {cshogi.move16(m) for m in allowed}  # mate finders may return the 16-bit form of a move
     for d in range(1, min(mate_depth, MATE_MOVE_MAX_PLIES) + 1, 2):
+        if stop is not None and stop():  # each depth holds the GIL for up to tens of ms: a stop ends them here
+            return None
         move = find_mate(board, d)
         if move and (not listed or cshogi.move16(move) in listed):
             usi = cshogi.move_to_usi(move)

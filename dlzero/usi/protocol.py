@@ -1,20 +1,24 @@
 """The USI loop: commands from a GUI on stdin, answers on stdout, one line each, flushed.
 
-Threads: the main thread only reads and dispatches commands. `go` starts one worker thread that
-runs `Player.think` and then writes the single `bestmove` (or `checkmate`) line of that `go`;
-`stop`, `ponderhit`, `isready` and `quit` are therefore answered while it thinks. Commands that
-change what the worker uses (`position`, `go`, `usinewgame`, `gameover`, `quit`, a model reload)
-first stop and join it, so there is never more than one search and never two `bestmove` lines.
-All output goes through one locked writer, so `info` lines from the worker never interleave
-with replies from the main thread. Nothing but USI text goes to the output: logs use stderr.
-Mate searches deeper than the engine can stop (`go mate`, RootMateDepth over 7, the mate guard of
-MateGuardNodes) run in a helper process (`dlzero.search.mate`), so they never keep those commands
-waiting either.
+Threads: the main thread only reads and dispatches commands, and never waits on a search that
+`stop` would not end at once: every command is read while a search runs. `go` starts one worker
+thread that runs `Player.think` and then writes the single `bestmove` (or `checkmate`) line of that
+`go`; `stop`, `ponderhit` and `isready` are answered while it thinks. `position`, `go`,
+`usinewgame` and `Clear Hash` arriving mid-search first end it (its worker writes its `bestmove`,
+as GUIs expect, the way YaneuraOu and dlshogi do) and then act, so there is never more than one
+search and never two `bestmove` lines for one `go`. `quit` stops the search and gives it at most
+QUIT_WAIT_S to answer. All output goes through one locked writer, so `info` lines from the worker
+never interleave with replies from the main thread. Nothing but USI text goes to the output: logs
+use stderr. Mate searches deeper than the engine can stop (`go mate`, RootMateDepth over 7, the
+mate guard of MateGuardNodes) run in a helper process (`dlzero.search.mate`), so a stop ends them
+at once too.
 
 `go` as YaneuraOu answers it: a limit given with `infinite` (`go nodes 800 infinite`) ends the
 search at the limit; `infinite` alone searches until `stop`. `go ponder` never answers before
 `ponderhit` or `stop`; its clock starts at `ponderhit` (a node limit may end the search sooner,
-the answer still waits). `searchmoves` restricts the root to the listed moves.
+the answer still waits). A `ponderhit` for a ponder search with neither a clock nor a node limit
+would leave nothing to end it but `stop`, so it is ignored with an `info string`, as is one with no
+ponder search running. `searchmoves` restricts the root to the listed moves.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ _USI_MOVE = re.compile(r"([1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i])")
 _GO_INT = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() also takes '²', which int() refuses
 MATE_NODES_PER_MS = 500
 MATE_NODES_INFINITE = 5_000_000
+# How long `quit` waits for a stopped search to write its `bestmove` before the engine exits
+# regardless: match runners kill an engine still running a few seconds after `quit`.
+QUIT_WAIT_S = 0.8
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ class UsiEngine:
         self._board: cshogi.Board | None = None
         self._worker: threading.Thread | None = None
         self._open_ended = False  # the current search waits for `stop` / `ponderhit`
+        self._pondering = False  # the current search is a `go ponder` that a `ponderhit` may turn timed
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._mate = MateSolver()  # `go mate` and the Player's deep root mate searches, in a helper process
@@ -124,7 +132,7 @@ class UsiEngine:
         cmd, _, rest = line.partition(" ")
         rest = rest.strip()
         if cmd == "quit":
-            self._finish_search()
+            self._finish_search(timeout=QUIT_WAIT_S)
             return False
         handler = {
             "usi": self._usi, "isready": self._isready, "setoption": self._setoption,
@@ -197,30 +205,34 @@ class UsiEngine:
     def _clear_hash(self) -> None:
         """`Clear Hash` (YaneuraOu's button; shogiarena's SPSA presses it between games): drop the
         search tree and the evaluation cache, so the next search learns nothing from earlier ones."""
-        self._finish_search(wait=True)
+        self._finish_search()
         if self._player is not None:
             self._player.new_game()
             self._player.search.cache.clear()
 
     def _usinewgame(self, _: str) -> None:
-        self._finish_search(wait=True)
+        self._finish_search()
         if self._player is not None:
             self._player.new_game()
 
     def _position(self, rest: str) -> None:
-        self._finish_search(wait=True)
-        self._board = None  # a bad position must not leave the previous one to be searched
+        """A refused position (an illegal SFEN or move) is one `info string` error; the engine keeps
+        the position it had, as YaneuraOu does, so a GUI's next `go` is still answered with a move."""
+        self._finish_search()
         try:
             self._board = parse_position(rest)
         except DlzeroError as exc:
-            self.send(f"info string error: {exc}")
+            self.send(f"info string error: {exc}; the position stays as it was")
 
     def _go(self, rest: str) -> None:
-        self._finish_search(wait=True)
+        self._finish_search()
         limits, mate = self._parse_go(rest.split(), self._board)
         self._stop.clear()
         self._ponderhit.clear()
         self._open_ended = limits.open_ended or limits.ponder or (mate is not None and mate.infinite)
+        # a ponderhit turns the search timed only when something but `stop` bounds it after the hit
+        self._pondering = mate is None and limits.ponder and bool(limits.timed or limits.playouts
+                                                                     or self.cfg.usi.playouts)
         if self._board is None:
             self.send("info string error: no position")
             self._bestmove_or_checkmate(mate, None)
@@ -247,6 +259,15 @@ class UsiEngine:
             self._worker = None
 
     def _ponderhit_cmd(self, _: str) -> None:
+        """The pondered move was played: the clock of `go ponder` starts now. Without one (nor a node
+        limit) the search goes on until `stop`, said in an `info string`; with no ponder search it is ignored."""
+        if not self._thinking() or self._ponderhit.is_set() or not self._open_ended:
+            self.send("info string ponderhit: no ponder search is running; ignored")
+            return
+        if not self._pondering:
+            self.send("info string ponderhit: this search has neither a clock nor a node limit; "
+                      "it searches until stop")
+            return
         if self._player is not None:
             self._player.ponderhit()
         self._open_ended = False
@@ -400,17 +421,19 @@ class UsiEngine:
     def _thinking(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
 
-    def _finish_search(self, wait: bool = False) -> None:
+    def _finish_search(self, wait: bool = False, timeout: float | None = None) -> None:
         """End the current search; its worker writes its own `bestmove`.
 
-        With `wait`, a search bounded by nodes or the clock runs to its end (a scripted session
-        may send `go nodes 100` and the next `position` at once); `go infinite` and `go ponder`
-        are stopped, as they would never end on their own.
+        The commands a GUI sends mid-search stop it: a stopped search answers within a step
+        (`Player.think` bounds a step's length), whatever its limits. With `wait` (for callers that
+        want a bounded search's whole answer, such as tests) a search bounded by nodes or the clock
+        runs to its end; `go infinite` and `go ponder` are stopped, as they would never end on their
+        own. `timeout`: give up waiting after that many seconds (`quit`), the worker left to finish.
         """
         if self._worker is not None:
             if not wait or self._open_ended:
                 self._stop.set()
-            self._worker.join()
+            self._worker.join(timeout)
             self._worker = None
 
     # -- model and player -----------------------------------------------------------------------
