@@ -43,7 +43,7 @@ from dlzero.config import load_config  # noqa: E402
 from dlzero.cpu import cpu_flags  # noqa: E402
 from dlzero.gating.elo_fit import score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
-from dlzero.gating.sprt import sprt_decision  # noqa: E402
+from dlzero.gating.sprt import truncated_verdict  # noqa: E402
 from dlzero.networks import default_network, find_network, load_networks  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
@@ -75,21 +75,6 @@ def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int, int, int]:
                 my_flags += g.get("winner") != side
                 their_flags += g.get("winner") == side
     return w, d, lo, my_flags, their_flags
-
-
-def sprt_verdict(w: int, d: int, lo: int, bounds: tuple[float, float], alpha: float, beta: float,
-                 final: bool) -> str | None:
-    """The pre-fixed match's verdict on `me` (H1: at least ELO1 stronger; H0: at most ELO0), or None to play on.
-    `final`: the game cap is reached, so an undecided test is truncated and decided by the LLR's sign."""
-    decision, value, (low, high) = sprt_decision(w, d, lo, bounds[0], bounds[1], alpha, beta)
-    if decision == "accept":
-        return f"H1 accepted (LLR {value:.2f} >= {high:.2f}): replace"
-    if decision == "reject":
-        return f"H0 accepted (LLR {value:.2f} <= {low:.2f}): keep the shipped network"
-    if final:
-        return (f"truncated at {w + d + lo} games, LLR {value:.2f} in ({low:.2f}, {high:.2f}): "
-                + ("positive, replace" if value > 0 else "not positive, keep the shipped network"))
-    return None
 
 
 def write_rows(path: Path, network: str, rows: list[dict]) -> None:
@@ -158,7 +143,8 @@ def main() -> None:
             one = dataclasses.replace(cfg, rate=dataclasses.replace(cfg.rate, anchors=[opponent, me], games=target))
             rate(rd, one, [], progress=sys.stderr.isatty())
             w, d, lo, my_flags, their_flags = tally(rd, me, opponent)
-            if bounds and (verdict := sprt_verdict(w, d, lo, bounds, args.alpha, args.beta, target >= args.games)):
+            if bounds and (verdict := truncated_verdict(w, d, lo, bounds, args.alpha, args.beta, target >= args.games,
+                                                        ("replace", "keep the shipped network"))):
                 print(f"{net.name} vs {opponent}: SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, "
                       f"beta {args.beta:g}): {verdict}", flush=True)
                 break

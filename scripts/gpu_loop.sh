@@ -31,18 +31,7 @@ fi
 
 OUT=${OUT:-/tmp/gpu_loop}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-# the search's compiled tree walk and the encoder's compiled planes (pip builds them on install; here in place)
-read -r inc suffix < <(python3 -c "import sysconfig as s; print(s.get_paths()['include'], s.get_config_var('EXT_SUFFIX'))")
-for ext in search/_puct encoding/_planes; do
-  cc -O2 -ffp-contract=off -shared -fPIC -I"$inc" "dlzero/$ext.c" -o "dlzero/$ext$suffix" \
-    || echo "gpu_loop: dlzero/$ext.c did not build; that part runs in numpy" >&2
-done
-nvidia-smi --query-gpu=name,memory.total --format=csv || true
+source scripts/gpu_env.sh
 
 device=${DEVICE:-cuda}
 chain=${CHAIN:-candidates/loop-from-shipped}

@@ -39,16 +39,7 @@ fi
 
 OUT=${OUT:-/tmp/gpu_train}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-# the encoder's compiled planes (pip builds them on install; here the tree is used in place)
-read -r inc suffix < <(python3 -c "import sysconfig as s; print(s.get_paths()['include'], s.get_config_var('EXT_SUFFIX'))")
-cc -O2 -ffp-contract=off -shared -fPIC -I"$inc" dlzero/encoding/_planes.c -o "dlzero/encoding/_planes$suffix" \
-  || echo "gpu_train: the compiled planes did not build; encoding runs in numpy" >&2
-nvidia-smi --query-gpu=name,memory.total --format=csv || true
+source scripts/gpu_env.sh
 
 labels=()
 for f in .gpu/labels-*.hcpe3.xz; do

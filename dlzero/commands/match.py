@@ -139,23 +139,6 @@ def sprt_bounds(text: str, step: int) -> tuple[float, float]:
     return elo0, elo1
 
 
-def sprt_verdict(result: MatchResult, bounds: tuple[float, float], alpha: float, beta: float,
-                 final: bool) -> str | None:
-    """The verdict on A of the match fixed in advance (H1: A at least ELO1 stronger), or None to play on;
-    `final`: the game cap is reached, so an undecided test is truncated and decided by the LLR's sign."""
-    from dlzero.gating.sprt import sprt_decision
-
-    decision, value, (low, high) = sprt_decision(result.wins, result.draws, result.losses, *bounds, alpha, beta)
-    if decision == "accept":
-        return f"H1 accepted (LLR {value:.2f} >= {high:.2f}): A is the stronger"
-    if decision == "reject":
-        return f"H0 accepted (LLR {value:.2f} <= {low:.2f}): A is not ELO1 stronger"
-    if final:
-        return (f"truncated at {result.n_games} games, LLR {value:.2f} in ({low:.2f}, {high:.2f}): "
-                + ("positive, A by the rule" if value > 0 else "not positive, B by the rule"))
-    return None
-
-
 def append_csv(path: str, row: dict[str, object]) -> None:
     """Add `row` to the CSV at `path` (header first when the file is new), atomically."""
     import csv
@@ -183,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from dlzero.gating.anchors import builtin_chooser, engine_anchor, is_engine
     from dlzero.gating.match import RANDOM, MatchResult, play_match
     from dlzero.gating.rating import rating_suite
+    from dlzero.gating.sprt import truncated_verdict
     from dlzero.inference import load_model
     from dlzero.play.usi_opponent import UsiOpponent
 
@@ -233,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
             if not part.games:
                 break  # nothing more could be played (an empty suite)
             if bounds:
-                verdict = sprt_verdict(result, bounds, args.alpha, args.beta, result.n_games >= cfg.gate.max_games)
+                verdict = truncated_verdict(result.wins, result.draws, result.losses, bounds, args.alpha, args.beta,
+                                            result.n_games >= cfg.gate.max_games, ("A by the rule", "B by the rule"))
                 print(f"after {result.n_games} games: {result.wins}-{result.draws}-{result.losses}"
                       + (f"; {verdict}" if verdict else ""), file=sys.stderr)
                 if verdict:

@@ -116,6 +116,22 @@ def sprt_decision(w: int, d: int, l: int, elo0: float, elo1: float, alpha: float
     return _decide(llr(w, d, l, elo0, elo1), alpha, beta)
 
 
+def truncated_verdict(w: int, d: int, l: int, bounds: tuple[float, float], alpha: float, beta: float, final: bool,
+                      outcomes: tuple[str, str] = ("H1", "H0")) -> str | None:
+    """The verdict of a match fixed in advance on independent games, or None to play on: H1 (at least ELO1
+    stronger) or H0 (at most ELO0) once the SPRT decides; `final` (the game cap is reached): an undecided test is
+    truncated and decided by the LLR's sign. `outcomes` names what H1 and H0 mean to the caller."""
+    decision, value, (low, high) = sprt_decision(w, d, l, *bounds, alpha, beta)
+    if decision == "accept":
+        return f"H1 accepted (LLR {value:.2f} >= {high:.2f}): {outcomes[0]}"
+    if decision == "reject":
+        return f"H0 accepted (LLR {value:.2f} <= {low:.2f}): {outcomes[1]}"
+    if final:
+        return (f"truncated at {w + d + l} games, LLR {value:.2f} in ({low:.2f}, {high:.2f}): "
+                + (f"positive, {outcomes[0]}" if value > 0 else f"not positive, {outcomes[1]}"))
+    return None
+
+
 def elo_interval(w: int, d: int, l: int, confidence: float = 0.95) -> tuple[float, float, float]:
     """(Elo, low, high) for independent games: the estimate and a normal-approximation interval.
 
