@@ -4,7 +4,8 @@ Every import counts, also the ones inside functions (a lazy import is still a de
 moves the moment it is paid). Layers, lowest first; a module may import its own layer and the
 layers below, never above:
 
-    foundation   dlzero.errors, dlzero.data.atomic, dlzero.version, dlzero.resources, dlzero.cpu
+    foundation   dlzero.errors, dlzero.data.atomic, dlzero.data.regular, dlzero.version, dlzero.resources,
+                 dlzero.cpu
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
     config       dlzero.config, dlzero.anchor_names, dlzero.gate_modes  (the schema; the grammars of anchor
                  names and of gate.mode, which the config checks and the gate reads)
@@ -41,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"dlzero": "dlzero", "selfplay": "dlzero.selfplay", "train": "dlzero.train"}
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.version", "dlzero.resources", "dlzero.cpu")),
+    ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.data.regular", "dlzero.version", "dlzero.resources",
+                    "dlzero.cpu")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
     ("config", ("dlzero.config", "dlzero.anchor_names", "dlzero.gate_modes")),
     ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock", "dlzero.networks",
