@@ -532,6 +532,8 @@ class UsiConfig:
     multipv: int = _field(1, _positive)
     playouts: int = _field(0, _non_negative, "fixed playouts per move (0: by time)")
     show_wdl: bool = _field(False, None, "info lines carry 'wdl W D L' (permille; D is 0: the value head has no draw)")
+    strength: int = _field(20, _between(1, 20), "level for people, 1 (weakest) to 20 (full strength): fewer "
+                           "playouts and a temperature over the root's visits (dlzero.engine.strength)")
 
 
 @dataclass

@@ -93,6 +93,7 @@ OPTIONS: tuple[UsiOption, ...] = (
               from_config=_to_permille),
     UsiOption("MultiPV", "spin", "usi.multipv", 1, 100),
     UsiOption("USI_ShowWDL", "check", "usi.show_wdl"),
+    UsiOption("Strength", "spin", "usi.strength", 1, 20),
     UsiOption("EnteringKingRule", "combo", "search.entering_king_rule", choices=tuple(ENTERING_KING_RULES),
               to_config=ENTERING_KING_RULES.__getitem__, from_config=_EKR_NAMES.__getitem__),
     UsiOption("DrawPly", "spin", "search.max_moves", 0, NO_DRAW_PLY,

@@ -23,9 +23,11 @@ ponder search running. `searchmoves` restricts the root to the listed moves.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import random
 import re
 import sys
 import threading
@@ -40,6 +42,8 @@ from dlzero.engine.book import OwnBook
 from dlzero.engine.layout import engine_inference, load_engine_model
 from dlzero.engine.player import MAX_PLAYOUTS, Analysis, Player
 from dlzero.engine.shipped import resolve_model
+from dlzero.engine.strength import FULL as FULL_STRENGTH
+from dlzero.engine.strength import level_playouts, weaken
 from dlzero.engine.timeman import Limits
 from dlzero.errors import DlzeroError
 from dlzero.inference.base import Evaluator
@@ -104,6 +108,7 @@ class UsiEngine:
         self._ponderhit = threading.Event()
         self._mate = MateSolver()  # `go mate` and the Player's deep root mate searches, in a helper process
         self._book = OwnBook()  # USI_OwnBook: read at `isready`, consulted at the start of `go`
+        self._strength_rng = random.Random()  # Strength below 20: the draw among the root's moves
 
     # -- I/O ------------------------------------------------------------------------------------
     def send(self, line: str) -> None:
@@ -248,6 +253,8 @@ class UsiEngine:
                 self._bestmove_or_checkmate(None, None)
                 return
             player.set_position(board)
+            if (cap := level_playouts(self.cfg.usi.strength)) is not None:  # a level for people: fewer playouts
+                limits = dataclasses.replace(limits, playouts=min(limits.playouts or cap, cap))
             target = lambda: self._think(player, limits)  # noqa: E731
         self._worker = threading.Thread(target=target, name="usi-search", daemon=True)
         self._worker.start()
@@ -365,6 +372,12 @@ class UsiEngine:
                                   on_note=lambda text: self.send(f"info string {text}"))
             if on_info is None or result.nodes == 0:
                 self._send_info(result, player, multipv)
+            if self.cfg.usi.strength < FULL_STRENGTH:
+                chosen = weaken(result, self.cfg.usi.strength, self._strength_rng)
+                if chosen.bestmove != result.bestmove:
+                    self.send(f"info string Strength {self.cfg.usi.strength}: plays {chosen.bestmove}, not the "
+                              f"search's {result.bestmove}")
+                result = chosen
         except Exception as exc:  # the GUI still needs its bestmove
             self.send(f"info string error: search failed: {exc}")
         # `go ponder` and `go infinite` (with no limit beside it) may not answer before
