@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import shutil
 import sys
 from pathlib import Path
 
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from dlzero.anchor_names import parse_anchor  # noqa: E402
 from dlzero.commands.common import resolve_config_path  # noqa: E402
+from dlzero.commands.match import usi_player  # noqa: E402
 from dlzero.config import load_config  # noqa: E402
 from dlzero.cpu import cpu_flags  # noqa: E402
 from dlzero.gating.elo_fit import score_interval  # noqa: E402
@@ -48,12 +48,6 @@ from dlzero.networks import default_network, find_network, load_networks  # noqa
 from dlzero.rundir import RunDir  # noqa: E402
 
 COLUMNS = ["network", "opponent", "time_control", "wins", "draws", "losses"]
-
-
-def our_engine(network: str, byoyomi: int) -> str:
-    """The `usi:` anchor name of dlzero's engine playing `network` at `byoyomi` ms on one core."""
-    dlzero = shutil.which("dlzero") or str(Path(sys.executable).with_name("dlzero"))
-    return f"usi:{dlzero} usi --model {network};Threads=1;EvalStreams=1;byoyomi={byoyomi}"
 
 
 def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int, int, int]:
@@ -120,7 +114,7 @@ def main() -> None:
     net = default_network(networks) if args.network == "default" else find_network(args.network, networks)
     if net is None:
         sys.exit("equal_time.py: no network ships")
-    me = our_engine(net.name, args.byoyomi)
+    me = usi_player(net.name, args.byoyomi)
     opponents = args.opponents.split(",")
     for name in [me, *opponents]:
         try:
