@@ -23,10 +23,10 @@ from typing import Any
 
 import yaml
 
-from dlzero.anchor_names import parse_anchor
 from dlzero.errors import ConfigError
 from dlzero.game_end import DECLARATION_RULES
 from dlzero.gate_modes import GATE_MODES, gate_interval
+from dlzero.player_names import parse_anchor, parse_engine_entry
 
 Check = Callable[[Any], str | None]
 logger = logging.getLogger(__name__)
@@ -123,6 +123,15 @@ def _anchor_list(v: Any) -> str | None:
     if "random" not in v:
         return "must include 'random' (the rating scale's zero)"
     return None if len(set(v)) == len(v) else "must not name an anchor twice"
+
+
+def _engine_list(v: Any) -> str | None:
+    for entry in v:
+        try:
+            parse_engine_entry(str(entry))
+        except ValueError as exc:
+            return f"has {exc}"
+    return None
 
 
 def _data_files(v: Any) -> str | None:
@@ -490,7 +499,7 @@ class RateConfig:
                            _anchor_list, "anchor pool, weakest first: random (Elo 0), alphabeta:N (node budget), "
                            "gen-NNNN, USI engines (gpsshogi:depth=D, fairy-stockfish:skill=S:byoyomi=MS, "
                            "usi:PATH:...); each model plays each anchor, and neighbouring anchors play each other")
-    engines: list = _field([], None, "outside USI engines as NAME=COMMAND; they join the anchor pool")
+    engines: list = _field([], _engine_list, "outside USI engines as NAME=COMMAND; they join the anchor pool")
     engine_go: str = _field("byoyomi 1000", None, "what follows 'go' for outside engines (e.g. nodes 800)")
     engine_timeout_s: float = _field(120.0, _positive, "an outside engine silent this long is an error")
     clock_tolerance_ms: int = _field(50, _non_negative, "an outside engine given a byoyomi loses on time when "

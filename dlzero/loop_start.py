@@ -27,10 +27,8 @@ from dlzero.chain import WEIGHTS, is_chain, read_ledger
 from dlzero.config import Config, ModelConfig, load_config
 from dlzero.errors import ConfigError
 from dlzero.networks import Network, check_file, default_network, find_network, load_networks
+from dlzero.player_names import parse_player
 from dlzero.train.teacher_files import DATA_SUFFIXES
-
-DEFAULT = "default"
-NETWORK_PREFIX = "network:"
 
 
 @dataclass(frozen=True)
@@ -63,16 +61,18 @@ def network_weights(network: Network) -> Path:
 
 
 def named_network(spec: str) -> Network | None:
-    """The shipped network `spec` names (`default`, `NAME`, `network:NAME`), or None if it names a file."""
-    if spec == DEFAULT:
+    """The shipped network `spec` names (`default`, `NAME`, `network:NAME`: `dlzero.player_names`), or None if
+    it names something else (a file)."""
+    try:
+        name = parse_player(spec)
+    except ValueError:
+        return None
+    if name.kind == "default":
         network = default_network(load_networks())
         if network is None:
             raise ConfigError("--init-from default: no network ships with this dlzero (dlzero networks list)")
         return network
-    name = spec.removeprefix(NETWORK_PREFIX)
-    if name != spec or (not Path(spec).exists() and Path(spec).suffix == "" and len(Path(spec).parts) == 1):
-        return find_network(name, load_networks())
-    return None
+    return find_network(name.value, load_networks()) if name.kind == "network" else None
 
 
 def plan_start(init_from: Sequence[str] | None, from_scratch: bool, model: ModelConfig) -> Start:
@@ -108,7 +108,7 @@ def plan_start(init_from: Sequence[str] | None, from_scratch: bool, model: Model
     if network.architecture != model:
         return Start("scratch", note=f"generation 0 is random weights: the config's network is "
                      f"{model.blocks}x{model.channels}, the shipped network {network.name} is {network.arch} "
-                     f"(--init-from {DEFAULT} takes its shape and weights; --from-scratch says random on purpose)")
+                     f"(--init-from default takes its shape and weights; --from-scratch says random on purpose)")
     return Start("model", [network_weights(network)], f"generation 0 is the shipped network {network.describe()} "
                  "(its .pt weights); --from-scratch starts from random weights instead")
 

@@ -310,10 +310,10 @@ def cross_games(root: Path, marks: list[float], games: int, playouts: int, judge
     from collections import Counter
 
     from dlzero.data.atomic import atomic_write_text
-    from dlzero.gating.anchors import model_generation
     from dlzero.gating.match import play_match
     from dlzero.gating.rating import RatingBatch, load_batch_folder, rating_suite, stored_game
     from dlzero.inference import load_model
+    from dlzero.player_names import model_generation
     from dlzero.rundir import RunDir
 
     runs = [run for run, _info in finished_runs(root)]
@@ -403,9 +403,9 @@ def wdl_rows(root: Path, marks: list[float], playouts: int) -> list[dict]:
 def _fit_all(root: Path, anchors: list[str] | None, playouts: int, ladder: Path | None = None):
     """One fit over every run's stored games at `playouts`, the games between runs (ROOT/cross) and the
     measured ladder's games (`ladder`); models renamed ARM/sSEED/gen-NNNN."""
-    from dlzero.gating.anchors import model_generation
     from dlzero.gating.elo_fit import fit_ratings
     from dlzero.gating.rating import load_batch_folder, load_batches
+    from dlzero.player_names import model_generation
     from dlzero.rundir import RunDir
 
     games, seen_anchor_pairs = [], set()

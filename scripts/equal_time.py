@@ -36,7 +36,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dlzero.anchor_names import parse_anchor  # noqa: E402
 from dlzero.commands.common import resolve_config_path  # noqa: E402
 from dlzero.commands.match import usi_player  # noqa: E402
 from dlzero.config import load_config  # noqa: E402
@@ -45,6 +44,7 @@ from dlzero.gating.elo_fit import score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
 from dlzero.gating.sprt import truncated_verdict  # noqa: E402
 from dlzero.networks import default_network, find_network, load_networks  # noqa: E402
+from dlzero.player_names import parse_anchor  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 COLUMNS = ["network", "opponent", "time_control", "wins", "draws", "losses"]

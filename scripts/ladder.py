@@ -44,14 +44,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dlzero.anchor_names import parse_anchor  # noqa: E402
 from dlzero.commands.common import resolve_config_path  # noqa: E402
-from dlzero.config import load_config  # noqa: E402
+from dlzero.config import Config, load_config  # noqa: E402
 from dlzero.data.atomic import atomic_write_text  # noqa: E402
-from dlzero.gating.anchors import RANDOM, engine_anchor, is_engine  # noqa: E402
 from dlzero.gating.elo_fit import GameResult, fit_connected, score_interval  # noqa: E402
 from dlzero.gating.rating import load_batches, rate  # noqa: E402
+from dlzero.play import RANDOM  # noqa: E402
+from dlzero.play.registry import PlayContext, build_player  # noqa: E402
 from dlzero.play.usi_client import UsiClientError  # noqa: E402
+from dlzero.player_names import parse_anchor  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 FS = "fairy-stockfish:skill={}:byoyomi={}"
@@ -100,9 +101,10 @@ def engine_versions(rungs: list[str]) -> dict[str, str]:
     """What each engine rung's program calls itself (`id name`), by anchor name."""
     out = {}
     for name in rungs:
-        if not is_engine(name):
+        parsed = parse_anchor(name)
+        if not parsed.is_engine:
             continue
-        opponent = engine_anchor(name)
+        opponent = build_player(parsed, PlayContext(Config()))
         try:
             opponent.engine.start()
             out[name] = opponent.engine.id_name

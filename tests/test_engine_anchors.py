@@ -20,15 +20,16 @@ import cshogi
 import pytest
 from killers import CLI_WITH_SIGINT
 
-from dlzero.anchor_names import parse_anchor
 from dlzero.cli import main
 from dlzero.config import load_config
 from dlzero.errors import ConfigError
-from dlzero.gating.anchors import ENGINE_PROGRAMS, RandomMover, check_anchor, engine_anchor, engine_program, is_engine
 from dlzero.gating.match import play_match
 from dlzero.gating.rating import load_batches, stored_game
+from dlzero.play import RandomMover
+from dlzero.play.registry import ENGINE_PROGRAMS, PlayContext, build_player, engine_program
 from dlzero.play.usi_client import Go, SearchResult, UsiClient, UsiClientError, _parse_info, position_command
 from dlzero.play.usi_opponent import UsiOpponent, byoyomi_of
+from dlzero.player_names import check_anchor, parse_anchor, parse_player
 from dlzero.rundir import RunDir
 
 FAKE_ENGINE = '''#!{python}
@@ -149,11 +150,19 @@ def test_anchor_names_parse_to_their_settings():
     usi = parse_anchor("usi:/opt/yane/run --eval x:y;Skill Level=3;USI_Hash=64;nodes=800")
     assert usi.value == "/opt/yane/run --eval x:y" and usi.options == (("Skill Level", "3"), ("USI_Hash", "64"))
     assert usi.setting("nodes") == 800
-    assert [is_engine(n) for n in ("random", "alphabeta:10", "gen-0000", "gpsshogi:depth=4",
+    assert [parse_player(n).is_engine for n in ("random", "alphabeta:10", "gen-0000", "gpsshogi:depth=4",
                                    "usi:/x;depth=1")] == [False, False, False, True, True]
     cfg = load_config(None, ["rate.anchors=[random, alphabeta:10, fairy-stockfish:skill=-20:byoyomi=100, "
                              "gpsshogi:depth=4]"])
     assert cfg.rate.anchors[-1] == "gpsshogi:depth=4"
+
+
+def engine_anchor(name: str, timeout_s: float = 120.0, tolerance_ms: int | None = None) -> UsiOpponent:
+    """The registry's engine `name`, with the timeout and clock tolerance given (None: never flagged)."""
+    never = 10**9  # no byoyomi plus this is ever reached
+    cfg = load_config(None, [f"rate.engine_timeout_s={timeout_s}",
+                             f"rate.clock_tolerance_ms={never if tolerance_ms is None else tolerance_ms}"])
+    return build_player(parse_anchor(name), PlayContext(cfg))
 
 
 # -- the client -----------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlzero.anchor_names import parse_anchor
 from dlzero.gating.elo_fit import GameResult
+from dlzero.player_names import parse_anchor
 
 ROOT = Path(__file__).resolve().parents[1]
 

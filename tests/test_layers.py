@@ -7,7 +7,7 @@ layers below, never above:
     foundation   dlzero.errors, dlzero.data.atomic, dlzero.data.regular, dlzero.version, dlzero.resources,
                  dlzero.cpu
     rules        dlzero.position, dlzero.game_end                (cshogi does the rules themselves)
-    config       dlzero.config, dlzero.anchor_names, dlzero.gate_modes  (the schema; the grammars of anchor
+    config       dlzero.config, dlzero.player_names, dlzero.gate_modes  (the schema; the grammars of player
                  names and of gate.mode, which the config checks and the gate reads)
     storage      dlzero.data, dlzero.runfiles, dlzero.rundir, dlzero.runlock, dlzero.networks, dlzero.chain
                  (file formats; the run directory's file names and columns, and its API; the shipped networks'
@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("dlzero.errors", "dlzero.data.atomic", "dlzero.data.regular", "dlzero.version", "dlzero.resources",
                     "dlzero.cpu")),
     ("rules", ("dlzero.position", "dlzero.game_end")),
-    ("config", ("dlzero.config", "dlzero.anchor_names", "dlzero.gate_modes")),
+    ("config", ("dlzero.config", "dlzero.player_names", "dlzero.gate_modes")),
     ("storage", ("dlzero.data", "dlzero.runfiles", "dlzero.rundir", "dlzero.runlock", "dlzero.networks",
                  "dlzero.chain")),
     ("encoding", ("dlzero.encoding",)),

@@ -13,11 +13,12 @@ import cshogi
 import numpy as np
 import pytest
 
-from dlzero.anchor_names import parse_anchor
-from dlzero.gating.anchors import builtin_chooser, check_anchor
+from dlzero.config import Config
 from dlzero.inference.miniosl import MinioslError, MinioslEval
 from dlzero.play import Game
 from dlzero.play.players import MinioslPlayer
+from dlzero.play.registry import PlayContext, build_player
+from dlzero.player_names import check_anchor, parse_anchor
 from dlzero.position import parse_position, position_string, start_position
 
 
@@ -81,7 +82,7 @@ def test_the_network_sees_the_whole_history_of_every_game_in_batches():
 
 def test_miniosl_anchor_plays_legal_moves():
     pytest.importorskip("miniosl", reason="miniosl is not installed: pip install -e '.[teacher]'")
-    player = builtin_chooser("miniosl:sample=4", seed=3)
+    player = build_player("miniosl:sample=4", PlayContext(Config(), seed=3))
     games = [Game(parse_position("startpos")) for _ in range(3)]
     for _ in range(10):
         for game, move in zip(games, player.choose(games), strict=True):
@@ -98,14 +99,14 @@ def test_miniosl_anchor_plays_the_model_file_it_names(tmp_path):
     miniosl = pytest.importorskip("miniosl", reason="miniosl is not installed: pip install -e '.[teacher]'")
     model = tmp_path / "copy.onnx"
     shutil.copy(miniosl.pretrained_eval_path(), model)
-    named = builtin_chooser(f"miniosl:sample=0:model={model}")
+    named = build_player(f"miniosl:sample=0:model={model}", PlayContext(Config()))
     assert named.network.path == str(model) and named.name.endswith(str(model))
-    default = builtin_chooser("miniosl:sample=0")
+    default = build_player("miniosl:sample=0", PlayContext(Config()))
     line = "startpos moves 7g7f 3c3d 2g2f"
     games = [Game(parse_position(p)) for p in ("startpos", line)]
     assert named.choose(games) == default.choose(games)  # the same network in another file plays the same
     with pytest.raises(MinioslError, match="no ONNX model file at .*missing.onnx$"):
-        builtin_chooser(f"miniosl:sample=0:model={tmp_path / 'missing.onnx'}")
+        build_player(f"miniosl:sample=0:model={tmp_path / 'missing.onnx'}", PlayContext(Config()))
 
 
 def test_a_replica_plays_at_once_with_the_same_network_and_draws_of_its_own():

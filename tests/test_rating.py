@@ -12,7 +12,7 @@ import pytest
 
 from dlzero.cli import main
 from dlzero.config import load_config
-from dlzero.gating.anchors import RandomMover, parse_engine
+from dlzero.errors import ConfigError
 from dlzero.gating.elo_fit import GameResult, fit_connected
 from dlzero.gating.match import play_match
 from dlzero.gating.rating import (
@@ -25,8 +25,9 @@ from dlzero.gating.rating import (
     write_elo_csv,
 )
 from dlzero.model import ModelMetadata, new_model, save_model
-from dlzero.play import Game
+from dlzero.play import Game, RandomMover
 from dlzero.play.usi_opponent import UsiClientError, UsiOpponent
+from dlzero.player_names import parse_engine_entry
 from dlzero.rundir import RunDir
 from dlzero.runfiles import ELO_COLUMNS
 
@@ -227,10 +228,14 @@ def test_pairings_and_model_selection(run):
 
 
 def test_engine_spec():
-    assert parse_engine("yane=/opt/y/run --threads 2") == ("yane", "/opt/y/run --threads 2")
+    engine = parse_engine_entry("yane=/opt/y/run --threads 2")
+    assert (engine.label(), engine.value, engine.canonical()) == ("yane", "/opt/y/run --threads 2",
+                                                                  "yane=/opt/y/run --threads 2")
     for bad in ("noequals", "=cmd", "random=cmd", "alphabeta:5=x", "a b=x"):
-        with pytest.raises(Exception, match="engine"):
-            parse_engine(bad)
+        with pytest.raises(ValueError, match="engine"):
+            parse_engine_entry(bad)
+        with pytest.raises(ConfigError, match="rate.engines"):
+            load_config(None, [f"rate.engines=['{bad}']"])
 
 
 def test_outside_usi_engine_plays_whole_games(run):

@@ -126,10 +126,15 @@ def check_label_plies(game: Hcpe3Record, multipv: int, eval_cp: int) -> int:
 
 def test_spec_parsing(engine):
     spec = parse_spec(f"{engine};MultiPV=3;go=nodes 10;Eval=7")
-    assert (spec.kind, spec.options) == ("usi", {"MultiPV": "3", "go": "nodes 10", "Eval": "7"})
-    assert parse_spec("miniosl").target == parse_spec("onnx:miniosl;batch=8").target == "miniosl"
+    assert (spec.kind, dict(spec.options)) == ("usi", {"MultiPV": "3", "go": "nodes 10", "Eval": "7"})
+    assert parse_spec("miniosl").kind == parse_spec("onnx:miniosl;batch=8").kind == "miniosl"
+    # the limits a usi: player names are the teacher's go
+    limited = parse_spec(f"{engine};MultiPV=3;nodes=10")
+    assert (limited.settings, limited.options) == ((("nodes", 10),), (("MultiPV", "3"),))
+    with open_teacher(limited) as teacher:
+        assert teacher.go == "nodes 10"
     for bad in ("gps", "usi:", "usi:/no/such/engine", "onnx:other", "onnx:miniosl;batch=x", "onnx:miniosl;foo=1",
-                f"{engine};NoEquals", f"{engine};eval_scale=abc"):
+                f"{engine};NoEquals", f"{engine};eval_scale=abc", f"{engine};go=nodes 5;nodes=10"):
         with pytest.raises(TeacherError):
             parse_spec(bad)
 

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from dlzero.commands.common import add_config_args, add_inference_args, config_from_args
 
 if TYPE_CHECKING:
+    from dlzero.config import Config
     from dlzero.gating.match import MatchResult
+    from dlzero.player_names import PlayerName
 
-BUILTIN_PREFIXES = ("alphabeta:", "miniosl:")  # players named as rating anchors that play in this process
 MATCH_KEYS = {"games": "gate.max_games", "playouts": "gate.playouts", "parallel": "gate.games_in_parallel",
               "openings": "rate.openings", "tolerance": "rate.clock_tolerance_ms"}
 
@@ -126,6 +127,30 @@ def usi_player(spec: str, byoyomi: int) -> str:
     return f"usi:{dlzero} usi --model {model};Threads=1;EvalStreams=1;byoyomi={byoyomi}"
 
 
+def match_player(text: str, byoyomi: int | None, cfg: Config, side: str) -> PlayerName:
+    """Player `side`'s name parsed (a ConfigError names the side and the accepted forms); with `byoyomi`, a
+    dlzero model becomes dlzero's own engine playing it on the clock (`usi_player`)."""
+    from dlzero.engine.shipped import require_model
+    from dlzero.errors import ConfigError
+    from dlzero.player_names import MODEL_KINDS, parse_player
+
+    try:
+        name = parse_player(text)
+    except ValueError as exc:
+        raise ConfigError(f"player {side}: {exc}") from None
+    if byoyomi is None or name.kind not in MODEL_KINDS:
+        return name
+    require_model(name, cfg)  # a bad name stops here, not in the engine's stderr
+    return parse_player(usi_player(text, byoyomi))
+
+
+def _close(sides: list) -> None:
+    """Close the players that hold a process or a session (engines, models)."""
+    for side in sides:
+        if callable(close := getattr(side, "close", None)):
+            close()
+
+
 def sprt_bounds(text: str, step: int) -> tuple[float, float]:
     """--sprt ELO0,ELO1 checked, with its --step."""
     from dlzero.errors import ConfigError
@@ -161,13 +186,11 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from dlzero.cpu import cpu_flags
-    from dlzero.engine.shipped import require_model
     from dlzero.errors import ConfigError
-    from dlzero.gating.anchors import builtin_chooser, engine_anchor, is_engine
-    from dlzero.gating.match import RANDOM, MatchResult, play_match
+    from dlzero.gating.match import MatchResult, play_match
     from dlzero.gating.rating import rating_suite
     from dlzero.gating.sprt import truncated_verdict
-    from dlzero.inference import load_model
+    from dlzero.play.registry import PlayContext, build_player
     from dlzero.play.usi_opponent import UsiOpponent
 
     cfg = config_from_args(args, MATCH_KEYS)
@@ -180,25 +203,15 @@ def run(args: argparse.Namespace) -> int:
         openings = [handicap_line(args.start)]
     else:
         openings, _ = rating_suite(cfg)
-    names = (args.model_a, args.model_b)
     sides = []
-    for side, name in zip("AB", names, strict=True):
-        if name == RANDOM:
-            sides.append(name)
-            continue
-        if name.startswith(BUILTIN_PREFIXES):  # alpha-beta and miniosl's raw network: the rating ladder's rungs
-            sides.append(builtin_chooser(name, args.seed))
-            continue
-        if args.byoyomi is not None and not is_engine(name):
-            require_model(name, cfg, flag=f"player {side}")  # a bad name stops here, not in the engine's stderr
-            name = usi_player(name, args.byoyomi)
-        if is_engine(name):
-            sides.append(engine_anchor(name, cfg.rate.engine_timeout_s, cfg.rate.clock_tolerance_ms))
-            continue
-        choice = require_model(name, cfg, flag=f"player {side}")
-        if choice.network is not None:
-            print(f"dlzero match: {side}: {choice.note('another player name')}", file=sys.stderr)
-        sides.append(load_model(choice.path, cfg.inference))
+    try:
+        for side, text in zip("AB", (args.model_a, args.model_b), strict=True):
+            sides.append(build_player(match_player(text, args.byoyomi, cfg, side),
+                                      PlayContext(cfg, args.seed, note=lambda line, side=side: print(
+                                          f"dlzero match: {side}: {line}", file=sys.stderr))))
+    except BaseException:
+        _close(sides)
+        raise
     control = (f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1" if args.byoyomi is not None
                else f"{cfg.gate.playouts} playouts a move")
     print(f"dlzero match: A={args.model_a} vs B={args.model_b}, {control}; cpu flags: {cpu_flags()}; "
@@ -224,9 +237,7 @@ def run(args: argparse.Namespace) -> int:
                 if verdict:
                     break
     finally:
-        for side in sides:
-            if callable(close := getattr(side, "close", None)):
-                close()
+        _close(sides)
     print(summary(result, args.model_a, args.model_b))
     if verdict:
         print(f"SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, beta {args.beta:g}): {verdict}")

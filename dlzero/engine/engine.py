@@ -1,4 +1,7 @@
-"""Python API: `Engine.load(path).best_move(sfen)`, `search.playouts` playouts unless `playouts=N` says otherwise."""
+"""Python API: `Engine.load(name).best_move(sfen)`, `search.playouts` playouts unless `playouts=N` says otherwise.
+
+`name` is a model as every command names one (`dlzero.player_names`): a `.pt`/`.onnx` file, a run directory,
+`default`, `network:NAME` or a shipped network's NAME."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 from dlzero.config import Config, load_config
 from dlzero.engine.layout import load_engine_model
 from dlzero.engine.player import Analysis, Player
+from dlzero.engine.shipped import require_model
 from dlzero.engine.timeman import Limits
 from dlzero.inference import Evaluator
 from dlzero.position import parse_position
@@ -20,11 +24,12 @@ class Engine:
         self.player = Player(evaluator, self.cfg)
 
     @classmethod
-    def load(cls, path: str | Path, config: str | Path | Config | None = None,
+    def load(cls, name: str | Path, config: str | Path | Config | None = None,
              overrides: list[str] | tuple[str, ...] = ()) -> Engine:
-        """Load a `.pt` or `.onnx` model; `config` is a YAML path or a Config (default: built-in)."""
+        """Load the model `name` names (a file, a run directory, `default` or another shipped network, whose
+        file is chosen for the inference settings); `config` is a YAML path or a Config (default: built-in)."""
         cfg = config if isinstance(config, Config) else load_config(config, overrides)
-        return cls(load_engine_model(path, cfg), cfg)
+        return cls(load_engine_model(require_model(str(name), cfg).path, cfg), cfg)
 
     def analyze(self, position: str, playouts: int | None = None, limits: Limits | None = None) -> Analysis:
         """Search `position` and return the full analysis (best move, PV, win rate, visits) after `playouts`

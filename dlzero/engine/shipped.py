@@ -1,11 +1,12 @@
 """Which model file an engine loads: a file named, a shipped network named, or the default network.
 
-`bestmove`, `analyze`, `review`, `match` and the USI engine (`ModelPath`) take a model as a file, as a run
-directory (its best generation), as the name of a shipped network (`NAME` or `network:NAME`), as `default`, or
-not at all; the last two mean the default
-network (dlzero.networks). A network's file is chosen for the inference settings (`model_role`) and checked
-against its manifest before it is loaded. With no network in the package and no model named, there is nothing
-to load: callers keep asking for one, as before networks shipped.
+`bestmove`, `analyze`, `review`, `match`, `Engine.load` and the USI engine (`ModelPath`) take a model as a file,
+as a run directory (its best generation), as the name of a shipped network (`NAME` or `network:NAME`), as
+`default`, or not at all; the last two mean the default network (dlzero.networks). The names are players'
+names (`dlzero.player_names`, parsed once there); this module says which file each names. A network's file is
+chosen for the inference settings (`model_role`) and checked against its manifest before it is loaded. With no
+network in the package and no model named, there is nothing to load: callers keep asking for one, as before
+networks shipped.
 """
 
 from __future__ import annotations
@@ -25,10 +26,7 @@ from dlzero.networks import (
     model_role,
     networks_dir,
 )
-
-NETWORK_PREFIX = "network:"
-DEFAULT = "default"
-MODEL_SUFFIXES = (".pt", ".onnx")
+from dlzero.player_names import MODEL_FORMS, MODEL_KINDS, PlayerName, parse_player
 
 
 @dataclass(frozen=True)
@@ -47,12 +45,6 @@ class ModelChoice:
         """The line that says a shipped network plays, and how to choose another (`choose`: '--model')."""
         assert self.network is not None, "note() is for shipped networks"
         return f"using the shipped network {self.network.describe()}, {self.role} file; {choose} to choose another"
-
-
-def _is_file_spec(spec: str) -> bool:
-    """Whether `spec` names a model file rather than a network: it exists, ends like one, or has a folder."""
-    p = Path(spec)
-    return p.is_file() or p.suffix.lower() in MODEL_SUFFIXES or len(p.parts) > 1
 
 
 def _int8_fast(cfg: Config) -> bool:
@@ -86,29 +78,36 @@ def run_best_choice(root: Path, cfg: Config) -> ModelChoice:
     return ModelChoice(weights)
 
 
-def resolve_model(spec: str | None, cfg: Config) -> ModelChoice | None:
-    """What `spec` (a `--model` value or a match player) names; None: no spec and no network ships."""
-    if spec is not None and Path(spec).is_dir():
-        return run_best_choice(Path(spec), cfg)
-    if spec is not None and _is_file_spec(spec):
-        return ModelChoice(Path(spec))
+def resolve_model(spec: str | PlayerName | None, cfg: Config) -> ModelChoice | None:
+    """What `spec` (a `--model` value or a player name, `dlzero.player_names`) names; None: no spec and no
+    network ships. A name of another kind of player (random, usi:..., ...) is a ModelFileError."""
+    if spec is None:
+        network = default_network(load_networks())
+        return None if network is None else network_choice(network, cfg)
+    try:
+        name = spec if isinstance(spec, PlayerName) else parse_player(spec)
+    except ValueError as exc:
+        raise ModelFileError(str(exc)) from None
+    if name.kind not in MODEL_KINDS:
+        raise ModelFileError(f"'{name.canonical()}' is a {name.kind} player, not a model (one of: {MODEL_FORMS})")
+    if name.kind == "run":
+        return run_best_choice(Path(name.value), cfg)
+    if name.kind == "model":
+        return ModelChoice(Path(name.value))
     networks = load_networks()
-    if spec is None or spec == DEFAULT:
+    if name.kind == "default":
         network = default_network(networks)
         if network is None:
-            if spec is None:
-                return None
-            raise NetworkError(f"'{DEFAULT}' names the default network, but none is in {networks_dir()}")
+            raise NetworkError(f"'default' names the default network, but none is in {networks_dir()}")
+    elif name.written == name.value and name.value not in {n.name for n in networks}:  # a bare word: both readings
+        raise ModelFileError(f"'{name.value}' is neither a model file (.pt or .onnx) nor a network "
+                             f"({', '.join(n.name for n in networks) or 'none ships'})")
     else:
-        name = spec.removeprefix(NETWORK_PREFIX)
-        if name == spec and name not in {n.name for n in networks}:
-            raise ModelFileError(f"'{spec}' is neither a model file (.pt or .onnx) nor a network "
-                                 f"({', '.join(n.name for n in networks) or 'none ships'})")
-        network = find_network(name, networks)
+        network = find_network(name.value, networks)
     return network_choice(network, cfg)
 
 
-def require_model(spec: str | None, cfg: Config, flag: str = "--model") -> ModelChoice:
+def require_model(spec: str | PlayerName | None, cfg: Config, flag: str = "--model") -> ModelChoice:
     """`resolve_model`, with an error asking for `flag` where there is nothing to load."""
     choice = resolve_model(spec, cfg)
     if choice is None:

@@ -12,6 +12,7 @@ says "promoted" is never a lie.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import sys
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from dlzero.config import Config, InferenceConfig
 from dlzero.errors import RunDirError
 from dlzero.gating.chain import read_gates
 from dlzero.gating.match import MatchRecord, MatchResult, append_rating, play_match
-from dlzero.inference import load_model
+from dlzero.play.registry import PlayContext, build_player
 from dlzero.rundir import RunDir, generation_name
 
 
@@ -102,9 +103,10 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     gate = cfg.gate
     n_games = games or gate.max_games
     inference = inference or cfg.inference
-    cand_eval = load_model(cand_path, inference)
-    best_eval = load_model(rd.best_model_path(), inference)
     names = (generation_name(candidate_generation), generation_name(best.generation))
+    context = PlayContext(dataclasses.replace(cfg, inference=inference), run=rd)
+    cand_eval = build_player(names[0], context)
+    best_eval = build_player(names[1], context)
     bar = tqdm(total=n_games, desc=f"gate {names[0]} vs {names[1]}", unit="game", file=sys.stderr,
                disable=not progress, leave=False)
 

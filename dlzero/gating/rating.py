@@ -58,14 +58,15 @@ from tqdm import tqdm
 
 from dlzero.config import Config
 from dlzero.data.atomic import atomic_write_text
+from dlzero.errors import ConfigError
 from dlzero.gate_modes import gate_interval
-from dlzero.gating.anchors import RANDOM, builtin_chooser, engine_anchor, is_engine, model_generation, parse_engine
 from dlzero.gating.chain import is_promoted
 from dlzero.gating.elo_fit import GameResult, RatingList, fit_connected
 from dlzero.gating.match import MatchRecord, MatchResult, play_match
-from dlzero.inference import load_model
+from dlzero.play import RANDOM
 from dlzero.play.openings import GATE_SUITE, RATING_SUITE, load_openings, suite_tag
-from dlzero.play.usi_opponent import UsiOpponent
+from dlzero.play.registry import PlayContext, Player, build_player
+from dlzero.player_names import PlayerName, model_generation, parse_engine_entry, parse_player
 from dlzero.rundir import RunDir, generation_name
 from dlzero.runfiles import ELO_COLUMNS
 
@@ -157,7 +158,7 @@ def _unrecorded_suite() -> str:
     return suite_tag(load_openings(GATE_SUITE), GATE_SUITE)
 
 
-def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, str], suite: str) -> dict[str, Any]:
+def settings_for(players: Iterable[str], cfg: Config, engines: dict[str, PlayerName], suite: str) -> dict[str, Any]:
     """What defines the games of a pairing beyond the players' names (games at other settings do not mix):
     the opening suite's tag `suite`, a model's playouts and the search settings that choose its moves
     (mate depths, PUCT constants, temperature, mate guard, ...), an engine's `go`."""
@@ -192,7 +193,7 @@ def _result(game: dict[str, Any]) -> GameResult:
     return GameResult(game["black"], game["white"], score_black)
 
 
-def fit_run(rd: RunDir, cfg: Config, engines: dict[str, str] | None = None) -> RateReport:
+def fit_run(rd: RunDir, cfg: Config, engines: dict[str, PlayerName] | None = None) -> RateReport:
     """Fit one rating list to every stored game at the current settings; write metrics/elo.csv."""
     engines = engines if engines is not None else engines_from(cfg, [])
     _, suite = rating_suite(cfg)
@@ -289,11 +290,15 @@ def select_generations(rd: RunDir, cfg: Config) -> list[int]:
     return gens
 
 
-def engines_from(cfg: Config, extra: Iterable[str]) -> dict[str, str]:
-    engines: dict[str, str] = {}
+def engines_from(cfg: Config, extra: Iterable[str]) -> dict[str, PlayerName]:
+    """The outside engines of `rate.engines` and `--engine` (`NAME=COMMAND`), by the NAME ratings know them by."""
+    engines: dict[str, PlayerName] = {}
     for spec in [*cfg.rate.engines, *extra]:
-        name, command = parse_engine(str(spec))
-        engines[name] = command
+        try:
+            engine = parse_engine_entry(str(spec))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        engines[engine.label()] = engine
     return engines
 
 
@@ -349,16 +354,15 @@ class _Sides:
     kept alive across pairings, built-in anchors per batch. `players`: every name a pairing to play
     names, so an engine anchor whose program is missing is an error before the first game."""
 
-    def __init__(self, rd: RunDir, cfg: Config, engines: dict[str, str], players: Iterable[str]) -> None:
+    def __init__(self, rd: RunDir, cfg: Config, engines: dict[str, PlayerName], players: Iterable[str]) -> None:
         self.rd, self.cfg = rd, cfg
-        self.engines: dict[str, UsiOpponent] = {}
+        self.engines: dict[str, Player] = {}
         try:
-            for name, cmd in engines.items():
-                self.engines[name] = UsiOpponent(name, cmd, cfg.rate.engine_go, cfg.rate.engine_timeout_s,
-                                                 tolerance_ms=cfg.rate.clock_tolerance_ms)
+            for name, engine in engines.items():
+                self.engines[name] = build_player(engine, PlayContext(cfg))
             for name in dict.fromkeys(players):
-                if is_engine(name):
-                    self.engines[name] = engine_anchor(name, cfg.rate.engine_timeout_s, cfg.rate.clock_tolerance_ms)
+                if name not in self.engines and (parsed := parse_player(name)).is_engine:
+                    self.engines[name] = build_player(parsed, PlayContext(cfg))
         except BaseException:
             self.close()
             raise
@@ -367,11 +371,10 @@ class _Sides:
     def get(self, name: str, seed: int) -> Any:
         if name in self.engines:
             return self.engines[name]
-        gen = model_generation(name)
-        if gen is None:
-            return builtin_chooser(name, seed)
+        if model_generation(name) is None:
+            return build_player(name, PlayContext(self.cfg, seed, self.rd))
         if name not in self.models:
-            self.models[name] = load_model(self.rd.model_path(gen), self.cfg.inference)
+            self.models[name] = build_player(name, PlayContext(self.cfg, run=self.rd))
         return self.models[name]
 
     def release(self, keep: set[str]) -> None:

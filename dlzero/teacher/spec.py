@@ -3,8 +3,11 @@
     usi:COMMAND[;Key=value...]     a USI engine, e.g. `usi:/usr/games/gpsusi;LimitDepth=4`
     onnx:miniosl[;Key=value...]    miniosl's pretrained network (`miniosl` alone means the same)
 
-The command may carry arguments (`usi:dlzero usi --model m.onnx`); keys are split at `;` and the
-first `=`. `parse_spec` only reads the string, so the CLI can reject a bad spec before it starts any
+A spec is a player's name read as a teacher (`dlzero.player_names.parse_teacher`: the grammar every player
+name has, so `usi:COMMAND;...` names the same engine as a usi: anchor). The command may carry arguments
+(`usi:dlzero usi --model m.onnx`); keys are split at `;` and the first `=`; a usi: engine's keys are its USI
+options, ours (`go`, `eval_scale`, `temperature`, `timeout`), and the `go` limits byoyomi/nodes/depth as an
+anchor writes them. `parse_spec` only reads the string, so the CLI can reject a bad spec before it starts any
 worker; `open_teacher` builds the adapter (in each worker process).
 """
 
@@ -12,83 +15,58 @@ from __future__ import annotations
 
 import shlex
 import shutil
-from dataclasses import dataclass, field
 
+from dlzero.player_names import MINIOSL_TEACHER_KEYS, PlayerName, parse_teacher
 from dlzero.teacher.base import Teacher, TeacherError
 
-KINDS = ("usi", "onnx")
-ONNX_ADAPTERS = ("miniosl",)
-MINIOSL_KEYS = {"model": str, "batch": int, "threads": int, "temperature": float}
 
-
-@dataclass(frozen=True)
-class TeacherSpec:
-    kind: str  # "usi" or "onnx"
-    target: str  # the engine command, or the ONNX adapter's name
-    options: dict[str, str] = field(default_factory=dict)
-    text: str = ""
-
-
-def parse_spec(text: str) -> TeacherSpec:
-    """Split a spec into kind, target and options; a TeacherError says what is wrong."""
-    head, *parts = [p.strip() for p in text.split(";")]
-    if head == "miniosl":
-        head = "onnx:miniosl"
-    kind, sep, target = head.partition(":")
-    if not sep or kind not in KINDS or not target.strip():
-        raise TeacherError(f"teacher '{text}': expected usi:COMMAND[;Key=value...] or onnx:miniosl[;Key=value...]")
-    options: dict[str, str] = {}
-    for part in parts:
-        if not part:
-            continue
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise TeacherError(f"teacher '{text}': '{part}' is not Key=value")
-        options[key.strip()] = value.strip()
-    if kind == "onnx":
-        if target not in ONNX_ADAPTERS:
-            raise TeacherError(f"teacher '{text}': no ONNX adapter '{target}' (known: {', '.join(ONNX_ADAPTERS)})")
-        unknown = sorted(set(options) - set(MINIOSL_KEYS))
-        if unknown:
-            raise TeacherError(f"teacher '{text}': unknown key(s) {', '.join(unknown)} "
-                               f"(known: {', '.join(MINIOSL_KEYS)})")
-    if kind == "usi":
-        argv = shlex.split(target)
+def parse_spec(text: str) -> PlayerName:
+    """The teacher `text` names (kind usi or miniosl); a TeacherError says what is wrong, also an engine that
+    is not there and a setting that is no number."""
+    try:
+        spec = parse_teacher(text)
+    except ValueError as exc:
+        raise TeacherError(str(exc)) from None
+    if spec.kind == "usi":
+        argv = shlex.split(spec.value)
         if not argv or shutil.which(argv[0]) is None:
-            raise TeacherError(f"teacher '{text}': no engine at '{argv[0] if argv else target}'")
-    spec = TeacherSpec(kind, target.strip(), options, text)
-    _settings(spec)  # numbers that do not parse are reported now, not in a worker
+            raise TeacherError(f"teacher '{text}': no engine at '{argv[0] if argv else spec.value}'")
+    _settings(spec, text)  # numbers that do not parse are reported now, not in a worker
     return spec
 
 
-def _settings(spec: TeacherSpec) -> dict:
+def _settings(spec: PlayerName, text: str) -> dict:
     """Keyword arguments of the adapter's constructor."""
     from dlzero.teacher.usi import OUR_KEYS
 
+    options = dict(spec.options)
+    if spec.kind == "miniosl":
+        names = {"model": "model", "batch": "batch_size", "threads": "threads", "temperature": "temperature"}
+        return {names[k]: MINIOSL_TEACHER_KEYS[k](v) for k, v in options.items()}
+    kwargs: dict = {"options": {k: v for k, v in options.items() if k not in OUR_KEYS}}
+    limits = " ".join(f"{k} {v}" for k, v in spec.settings)
+    if limits and "go" in options:
+        raise TeacherError(f"teacher '{text}': give its go= or its limits (byoyomi, nodes, depth), not both")
+    if limits or "go" in options:
+        kwargs["go"] = limits or options["go"]
     try:
-        if spec.kind == "onnx":
-            names = {"model": "model", "batch": "batch_size", "threads": "threads", "temperature": "temperature"}
-            return {names[k]: MINIOSL_KEYS[k](v) for k, v in spec.options.items()}
-        ours = {k: v for k, v in spec.options.items() if k in OUR_KEYS}
-        kwargs: dict = {"options": {k: v for k, v in spec.options.items() if k not in OUR_KEYS}}
-        if "go" in ours:
-            kwargs["go"] = ours["go"]
         for key, arg in (("eval_scale", "eval_scale"), ("temperature", "temperature"), ("timeout", "timeout_s")):
-            if key in ours:
-                kwargs[arg] = float(ours[key])
-        return kwargs
+            if key in options:
+                kwargs[arg] = float(options[key])
     except ValueError as exc:
-        raise TeacherError(f"teacher '{spec.text}': {exc}") from None
+        raise TeacherError(f"teacher '{text}': {exc}") from None
+    return kwargs
 
 
-def open_teacher(spec: TeacherSpec | str) -> Teacher:
+def open_teacher(spec: PlayerName | str) -> Teacher:
     """The adapter a spec names (engines start on their first position, networks load now)."""
+    text = spec if isinstance(spec, str) else spec.canonical()
     if isinstance(spec, str):
         spec = parse_spec(spec)
     if spec.kind == "usi":
         from dlzero.teacher.usi import UsiTeacher
 
-        return UsiTeacher(spec.target, **_settings(spec))
+        return UsiTeacher(spec.value, **_settings(spec, text))
     from dlzero.teacher.onnx_miniosl import MinioslTeacher
 
-    return MinioslTeacher(**_settings(spec))
+    return MinioslTeacher(**_settings(spec, text))
