@@ -4,7 +4,8 @@ Public names other tools rely on:
 - `encode_position(board) -> np.ndarray` (100, 9, 9) float32 planes, side to move's view
 - `move_to_label(board, move) -> int` policy index in 0..2186 (dlshogi's labelling)
 - `load_model(path, cfg=None) -> Evaluator` for `.pt` and `.onnx` files alike
-- `Engine` the search-backed player: `Engine.load(path).best_move(sfen, playouts=800)`
+- `Engine` the search-backed player: `Engine.load(name).best_move(sfen, playouts=800)`, `name` a `.pt`/`.onnx`
+  file, a run directory, `default` or a shipped network (`dlzero.player_names`)
 
 Torch and onnxruntime are imported only when a model is loaded, so encoding-only users start fast.
 """

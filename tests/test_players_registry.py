@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_networks import ARCH, NAME, manifest
 
+from dlzero.cli import main as cli_main
 from dlzero.config import Config, load_config
 from dlzero.engine import Engine
 from dlzero.errors import ModelFileError, NetworkError, RunDirError
@@ -54,6 +55,15 @@ def shipped(tmp_path, monkeypatch) -> Path:
     save_model(net, folder / f"{NAME}.pt", meta)
     export_onnx(net, folder / f"{NAME}.onnx", meta)
     manifest(folder, roles=("fp32", "weights"))
+    monkeypatch.setenv(ENV_DIR, str(folder))
+    return folder
+
+
+@pytest.fixture()
+def none_shipped_dir(tmp_path, monkeypatch) -> Path:
+    """A networks folder with no network in it."""
+    folder = tmp_path / "no-networks"
+    folder.mkdir()
     monkeypatch.setenv(ENV_DIR, str(folder))
     return folder
 
@@ -123,7 +133,7 @@ def test_the_registry_has_one_builder_per_kind():
     assert list(BUILDERS) == list(KINDS)
 
 
-def test_each_kind_builds_its_player(run, model, shipped, monkeypatch):
+def test_each_kind_builds_its_player(run, model, shipped):
     cfg = load_config(None, TORCH)
     ctx = PlayContext(cfg, seed=3, run=run)
     assert isinstance(build_player("random", ctx), RandomMover)
@@ -155,16 +165,14 @@ def test_a_generation_needs_its_run_and_a_model_name_needs_a_model(none_shipped_
         Engine.load("random")
 
 
-@pytest.fixture()
-def none_shipped_dir(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "no-networks"
-    folder.mkdir()
-    monkeypatch.setenv(ENV_DIR, str(folder))
-    return folder
-
-
 def test_engine_load_takes_a_name_as_match_does(shipped, run):
     cfg = load_config(None, TORCH)
     for name in ("default", NAME, str(run.root)):
         assert Engine.load(name, cfg).best_move("startpos", playouts=2) != ""
 
+
+
+def test_match_says_a_bad_player_name_in_one_line(capsys):
+    assert cli_main(["match", "stockfish 16", "random", "--games", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"dlzero match: error: player A: 'stockfish 16' is not a player (one of: {PLAYER_FORMS})"

@@ -35,7 +35,8 @@ def register(sub) -> None:
     m = sub.add_parser("match", help="play two models (or a model and 'random'): W-D-L, score, Elo")
     players = (".pt/.onnx model, a run directory, 'default' (the default network), 'network:NAME' (a network), "
                "'random', alphabeta:N, miniosl:sample=N, or an outside engine as a rating anchor names it "
-               "(gpsshogi:depth=10:byoyomi=1000, fairy-stockfish:skill=20:byoyomi=1000, usi:COMMAND;...;byoyomi=MS)")
+               "(gpsshogi:depth=10:byoyomi=1000, fairy-stockfish:skill=20:byoyomi=1000, usi:COMMAND;...;byoyomi=MS) "
+               "or rate.engines does (NAME=COMMAND, go from rate.engine_go): any player name (docs/ratings.md)")
     m.add_argument("model_a", help=players)
     m.add_argument("model_b", help=players)
     m.add_argument("--games", type=int, help="games to play (gate.max_games)")

@@ -69,7 +69,8 @@ def engine_program(kind: str) -> str:
 
 
 def _clock(name: PlayerName, ctx: PlayContext) -> int | None:
-    """An engine whose name gives a byoyomi loses on time past it plus the tolerance (GPS Shogi's cap is one too)."""
+    """An engine whose name gives a byoyomi loses on time past it plus the tolerance (GPS Shogi's default cap,
+    which its name does not give, only bounds a runaway search: no clock)."""
     return ctx.cfg.rate.clock_tolerance_ms if name.setting("byoyomi") else None
 
 
