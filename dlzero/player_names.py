@@ -58,6 +58,7 @@ MINIOSL_TEACHER_KEYS = {"model": str, "batch": int, "threads": int, "temperature
 _LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
 # per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
 _ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi"), "fairy-stockfish": ("skill", "byoyomi", "nodes"), "usi": _LIMITS}
+_GENERATION = re.compile(r"gen-(\d{4,})")
 _ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # NAME of NAME=COMMAND
 _NETWORK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # as dlzero.networks' manifests allow
 
@@ -135,7 +136,7 @@ def parse_player(name: str) -> PlayerName:
     """
     if name in ("random", "default"):
         return PlayerName(name)
-    if m := re.fullmatch(r"gen-(\d{4,})", name):
+    if m := _GENERATION.fullmatch(name):
         return PlayerName("gen", m.group(1))
     kind, colon, rest = name.partition(":")
     if colon and kind == "alphabeta":
@@ -153,7 +154,7 @@ def parse_player(name: str) -> PlayerName:
     path = Path(name)
     engine, eq, command = name.partition("=")
     if eq and not path.exists() and _ENGINE_NAME.fullmatch(engine):
-        if engine in ("random", "default") or re.fullmatch(r"gen-\d{4,}", engine) or not command.strip():
+        if engine in ("random", "default") or _GENERATION.fullmatch(engine) or not command.strip():
             raise ValueError(f"'{name}': NAME=COMMAND needs a command, and a NAME that is no other player's "
                              "(random, default, gen-NNNN)")
         return PlayerName("engine", command.strip(), options=(("name", engine),))
@@ -188,7 +189,7 @@ def check_anchor(name: str) -> str | None:
 
 def model_generation(name: str) -> int | None:
     """The generation of a model player name (`gen-0003` -> 3), or None for other players."""
-    m = re.fullmatch(r"gen-(\d{4,})", name)
+    m = _GENERATION.fullmatch(name)
     return int(m.group(1)) if m else None
 
 
