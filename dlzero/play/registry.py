@@ -1,9 +1,12 @@
-"""The players names name: one builder per kind of `dlzero.player_names.PlayerName` (issue 50).
+"""The player a name names: one builder per kind of `dlzero.player_names.PlayerName` (issue 50).
 
 `build_player` turns a name into what a match plays (`dlzero.gating.match.Side`): a `MoveChooser`
 (random, alpha-beta, miniosl's network, an outside USI engine) or an `Evaluator` that the match searches
 (gen-NNNN, a shipped network, a model file, a run's best). `dlzero rate`, `dlzero match` and the gate build
 every player here, so a new kind of player is a spelling in `dlzero.player_names` and one row in `BUILDERS`.
+Two users of the same names sit elsewhere by the layers: `Engine.load` (the engine layer, below this one)
+resolves a model name by `dlzero.engine.shipped.resolve_model`, as the model rows here do, and teachers (which
+label positions, not play them) are built by `dlzero.teacher.spec` from the same parse.
 
 - `random`: `RandomMover`, seeded by the context. `alphabeta:N`: `AlphaBeta` (deterministic and frozen).
 - `miniosl:sample=N[:model=PATH]`: `MinioslPlayer` (the optional `teacher` extra, `pip install -e '.[teacher]'`).
