@@ -6,6 +6,7 @@ from __future__ import annotations
 import cshogi
 import cshogi.CSA
 import pytest
+from conftest import TINY_MODEL
 
 import dlzero.gating.match as match_mod
 from dlzero.config import Config, ModelConfig
@@ -89,7 +90,7 @@ def _tiny_models(tmp_path, cfg: Config, seeds=(1, 2)):
 
 def _tiny_cfg(max_moves: int, playouts: int = 8) -> Config:
     cfg = _cfg(max_moves=max_moves, playouts=playouts)
-    cfg.model = ModelConfig(blocks=1, channels=16, value_channels=1, value_fc=16)
+    cfg.model = ModelConfig(**TINY_MODEL)
     return cfg
 
 

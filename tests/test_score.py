@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_MODEL, TINY_MODEL_SETS
 from shards import selfplay_games
 
 from dlzero.cli import main
@@ -17,12 +18,9 @@ from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, WHITE_WIN,
 from dlzero.model import new_model, save_model
 from dlzero.train.dataset import count_positions
 
-MODEL = {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16}
-
-SETS = [f"model.{k}={v}" for k, v in MODEL.items()] + ["train.batch_size=16", "train.device=cpu",
-                                                      "train.holdout_fraction=0.25", "train.seed=3"]
+SETS = [*TINY_MODEL_SETS, "train.batch_size=16", "train.device=cpu", "train.holdout_fraction=0.25", "train.seed=3"]
 FLAGS = [x for s in SETS for x in ("--set", s)]
-MODEL_CFG = config_from_dict({"model": MODEL}).model
+MODEL_CFG = config_from_dict({"model": TINY_MODEL}).model
 
 
 def read_csv(path) -> list[dict[str, str]]:
