@@ -11,7 +11,10 @@ at `go nodes N` by default (about 40 ms a move at 20,000 nodes), or GPS Shogi at
 (`--engine /usr/games/gpsusi`; about 0.4 s a move at depth 4 on this machine, ten times slower).
 The opening plies are stored for replay only (no candidates); every later ply is a target
 whose single candidate is the engine's move and whose eval is the engine's score (cp, mover's view).
-A game that reaches `--max-plies` is stored as a draw by move cap, as self-play stores one.
+The games are played on dlzero's driver by the rules every game of dlzero goes by (`dlzero.play.play_rules`:
+sennichite at the fourth occurrence, perpetual check lost by the side giving it, mate, the entering-king
+declaration, a draw past `--max-plies`), and their results stored as self-play stores them
+(`dlzero.play.record`), so a perpetual check or a declaration is scored here as in training data.
 """
 
 from __future__ import annotations
@@ -20,21 +23,18 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import cshogi
 import numpy as np
 
-from dlzero.data.hcpe3 import (
-    BLACK_WIN,
-    FLAG_MAX_MOVES,
-    FLAG_REPETITION,
-    RESULT_DRAW,
-    WHITE_WIN,
-    Hcpe3Record,
-    MoveRecord,
-    write_hcpe3,
-)
+from dlzero.config import SearchConfig
+from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord, write_hcpe3
+from dlzero.game_end import END_DECLARATION, Verdict
+from dlzero.play import Game, play_lockstep, play_rules
+from dlzero.play.record import opening_record, result_byte
 from dlzero.play.usi_client import Go, UsiClient
 from dlzero.teacher.usi import score_cp
 
@@ -45,46 +45,75 @@ def _last_score(infos: list[str]) -> int:
     return scores[-1] if scores else 0
 
 
-def play_game(engine: UsiClient, opening: list[str], rng: random.Random, max_plies: int, nodes: int) -> Hcpe3Record:
-    """One game from `opening` plus two random plies, then the engine on both sides."""
-    board = cshogi.Board()
-    record = Hcpe3Record.from_board(board)
-    for usi in opening:
-        move = board.move_from_usi(usi)
-        record.moves.append(MoveRecord(cshogi.move16(move)))
-        board.push(move)
-    for _ in range(2):
-        legal = list(board.legal_moves)
-        if not legal:
-            break
-        move = rng.choice(legal)
-        record.moves.append(MoveRecord(cshogi.move16(move)))
-        board.push(move)
-    engine.new_game()
-    # GPS Shogi takes no `go nodes`/`go depth`; it stops at its LimitDepth (the byoyomi only guards a hang)
-    limits = Go(nodes=nodes) if nodes else Go(byoyomi_ms=1000)
-    while True:
-        if board.is_game_over():
-            record.result = WHITE_WIN if board.turn == cshogi.BLACK else BLACK_WIN
-            return record
-        if board.is_draw() == cshogi.REPETITION_DRAW:
-            record.result = RESULT_DRAW | FLAG_REPETITION
-            return record
-        if board.move_number > max_plies:
-            record.result = RESULT_DRAW | FLAG_MAX_MOVES
-            return record
-        infos, reply = engine.search(board, limits)
+@dataclass(eq=False, kw_only=True)
+class ValidationGame(Game):
+    """A game in progress (`dlzero.play.Game`) and its hcpe3 record so far, the opening's plies replay-only."""
+
+    record: Hcpe3Record
+
+
+class EnginePlayer:
+    """The engine on both sides of the games (a `dlzero.play.MoveChooser`), each of its plies recorded as a
+    target before the move is played: the engine's move as the single candidate, its last score as the eval.
+
+    `bestmove resign` resigns; `bestmove win` is a declaration win for the mover, as the teacher takes it (the
+    rules end a game the project's rule lets the mover declare before the engine is asked). An illegal move
+    stops the run: a validation set must not hold a game the engine did not really play."""
+
+    name = "engine"
+
+    def __init__(self, engine: UsiClient, limits: Go) -> None:
+        self.engine = engine
+        self.limits = limits
+
+    def choose(self, games: Sequence[ValidationGame]) -> list[int | None]:
+        return [self._move(game) for game in games]
+
+    def _move(self, game: ValidationGame) -> int | None:
+        board = game.board
+        infos, reply = self.engine.search(board, self.limits)
         best = reply[1] if len(reply) > 1 else ""
-        if best == "resign" or best == "win":
-            loser_black = (board.turn == cshogi.BLACK) == (best == "resign")
-            record.result = WHITE_WIN if loser_black else BLACK_WIN
-            return record
+        if best == "win":
+            game.end = Verdict(board.turn, END_DECLARATION)
+        if best in ("resign", "win"):
+            return None
         move = board.move_from_usi(best)
         if not board.is_legal(move):
             raise RuntimeError(f"engine played an illegal move {best} in {board.sfen()}")
         m16 = cshogi.move16(move)
-        record.moves.append(MoveRecord(m16, _last_score(infos), np.array([[m16, 1]], np.uint16)))
-        board.push(move)
+        game.record.moves.append(MoveRecord(m16, _last_score(infos), np.array([[m16, 1]], np.uint16)))
+        return move
+
+
+def opening_board(opening: list[str], rng: random.Random) -> cshogi.Board:
+    """The start position after `opening`'s USI moves and two random plies (fewer where the game ends)."""
+    board = cshogi.Board()
+    for usi in opening:
+        board.push_usi(usi)
+    for _ in range(2):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        board.push(rng.choice(legal))
+    return board
+
+
+def play_game(engine: UsiClient, board: cshogi.Board, max_plies: int, nodes: int,
+              declaration: str = SearchConfig.entering_king_rule) -> Hcpe3Record:
+    """One game of the engine against itself from `board` (its history stored as replay-only plies), played
+    on dlzero's driver by the rules every game of dlzero goes by (`dlzero.play.play_rules`: sennichite at the
+    fourth occurrence, perpetual check lost by the checker, mate, the `declaration` rule, a draw past
+    `max_plies`), its result stored as self-play stores one (`dlzero.play.record.result_byte`)."""
+    engine.new_game()
+    # GPS Shogi takes no `go nodes`/`go depth`; it stops at its LimitDepth (the byoyomi only guards a hang)
+    limits = Go(nodes=nodes) if nodes else Go(byoyomi_ms=1000)
+    game = ValidationGame(board, opening_plies=len(board.history), record=opening_record(board))
+    pending = [game]
+    play_lockstep([EnginePlayer(engine, limits)], lambda: pending.pop() if pending else None, lambda _: None,
+                  play_rules(max_plies, declaration), parallel=1, reuse_trees=False)
+    assert game.end is not None, "the driver returns only when its games are over"
+    game.record.result = result_byte(game.end)
+    return game.record
 
 
 def main() -> int:
@@ -112,7 +141,7 @@ def main() -> int:
         for g in range(args.games):
             line = rng.choice(lines)
             opening = line[2:] if len(line) > 2 and line[1] == "moves" else []
-            games.append(play_game(engine, opening, rng, args.max_plies, nodes))
+            games.append(play_game(engine, opening_board(opening, rng), args.max_plies, nodes))
             plies = sum(len(x.moves) for x in games)
             print(f"game {g + 1}/{args.games}: {len(games[-1].moves)} plies, result {games[-1].result}, "
                   f"{plies} plies in all, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TINY_MODEL, TINY_MODEL_FLAGS
 
 from dlzero.cli import main
-from dlzero.config import InferenceConfig
+from dlzero.config import InferenceConfig, ModelConfig
 from dlzero.inference import load_model
 from dlzero.model import load_model_file, new_model
-
-SMALL = ["--set", "model.blocks=1", "--set", "model.channels=8", "--set", "model.value_fc=16"]
 
 
 def dlzero(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -39,15 +38,15 @@ def _one_line_error(proc: subprocess.CompletedProcess) -> str:
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
-    proc = dlzero("init-model", "--out", "m.pt", "--seed", "3", *SMALL, cwd=root)
+    proc = dlzero("init-model", "--out", "m.pt", "--seed", "3", *TINY_MODEL_FLAGS, cwd=root)
     assert proc.returncode == 0, proc.stderr
     return root
 
 
 def test_init_model(workdir):
     model, meta = load_model_file(workdir / "m.pt")
-    assert (model.cfg.blocks, model.cfg.channels, model.cfg.value_fc) == (1, 8, 16)
-    assert meta.generation == 0 and meta.name == "b1c8"
+    assert model.cfg == ModelConfig(**TINY_MODEL)
+    assert meta.generation == 0 and meta.name == "b1c16"
     # the seed fixes the weights
     same = new_model(model.cfg, seed=3).eval()
     for key, tensor in model.state_dict().items():
@@ -122,7 +121,7 @@ def test_bench_search_byoyomi_times_every_move_alone_and_side_by_side(workdir):
 def test_bench_train_variants(workdir):
     """`bench train`: a row per precision/layout with its speed against the first, the CPU's flags in
     every JSON row; a malformed variant is a one-line error."""
-    proc = dlzero("bench", "train", *SMALL, "--set", "train.batch_size=8", "--variants",
+    proc = dlzero("bench", "train", *TINY_MODEL_FLAGS, "--set", "train.batch_size=8", "--variants",
                   "off/contiguous,bf16/channels_last", "--steps", "1", "--rounds", "2", "--json", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
@@ -131,7 +130,7 @@ def test_bench_train_variants(workdir):
     assert rows[0]["vs_first"] == 1.0 and all(r["ms_per_step"] > 0 and r["batch"] == 8 for r in rows)
     assert rows[1]["vs_first"] == pytest.approx(rows[0]["ms_per_step"] / rows[1]["ms_per_step"], rel=0.1)
     assert all(r["cpu_flags"] for r in rows)
-    line = _one_line_error(dlzero("bench", "train", *SMALL, "--variants", "bf16-last", cwd=workdir))
+    line = _one_line_error(dlzero("bench", "train", *TINY_MODEL_FLAGS, "--variants", "bf16-last", cwd=workdir))
     assert "--variants" in line and "bf16-last" in line
 
 

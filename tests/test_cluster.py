@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TINY_MODEL_SETS
 from killers import ShardKiller, assert_restarted_once
 
 from dlzero.config import load_config
@@ -19,7 +20,7 @@ from dlzero.rundir import RunDir
 
 pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra (installed with the dev extra)")
 
-SMALL = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=onnx",
+SMALL = [*TINY_MODEL_SETS, "inference.backend=onnx",
          "inference.threads=1", "selfplay.playouts=8", "selfplay.cheap_playouts=4", "selfplay.max_moves=30",
          "selfplay.random_plies=2"]
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from test_teacher import FAKE_ENGINE
+from fake_teacher import FAKE_ENGINE
 from test_train import copy_run, make_run, tiny_config
 
 from dlzero.errors import ConfigError

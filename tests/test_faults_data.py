@@ -15,12 +15,13 @@ import random
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from conftest import TINY_MODEL_SETS
 from test_train import random_game
+from tmpfs import fill_disk_script, run_on_tmpfs
 
 from dlzero.config import load_config
 from dlzero.data.hcpe3 import ShardWriter, read_sidecar, write_hcpe3
@@ -28,75 +29,13 @@ from dlzero.doctor import check_run
 from dlzero.rundir import RunDir
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=torch",
+TINY = [*TINY_MODEL_SETS, "inference.backend=torch",
         "inference.optimize=none", "inference.threads=1", "search.root_mate_depth=3", "selfplay.playouts=8",
         "selfplay.cheap_playouts=4", "selfplay.random_plies=2", "selfplay.max_moves=30",
         "selfplay.games_in_parallel=1", "selfplay.games_per_shard=1", "train.window_min=100"]
 
 
 # ---------------------------------------------------------------- a real small disk
-
-
-def _namespaces_work(probe: Path) -> str:
-    """"" when a tmpfs can be mounted in a private namespace here, else why not."""
-    if shutil.which("unshare") is None:
-        return "the unshare command (util-linux) is not installed"
-    probe.mkdir(exist_ok=True)
-    try:
-        proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-                               f"mount -t tmpfs -o size=64k tmpfs {probe}"], capture_output=True, text=True,
-                              timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"unshare failed: {exc}"
-    return "" if proc.returncode == 0 else f"cannot mount a tmpfs in a user namespace: {proc.stderr.strip()}"
-
-
-@pytest.fixture(scope="module")
-def tmpfs_ok(tmp_path_factory) -> None:
-    why = _namespaces_work(tmp_path_factory.mktemp("probe") / "mnt")
-    if why:
-        pytest.skip(f"needs a private tmpfs: {why}")
-
-
-def run_on_tmpfs(disk: Path, size: str, script: str, *args: str, timeout: float = 240) -> dict:
-    """Run `script` (Python) with argv [disk, *args] where `disk` is a fresh tmpfs of `size`, seen only by
-    it and its children; the script prints one JSON line last, which is returned (the tmpfs is gone
-    once it exits, so it must look at the disk itself)."""
-    disk.mkdir(exist_ok=True)
-    proc = subprocess.run(
-        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-         'mount -t tmpfs -o size="$1" tmpfs "$2" && shift 2 && exec "$@"', "sh", size, str(disk),
-         sys.executable, "-c", textwrap.dedent(script), str(disk), *args],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-# What is on a disk after the fact: every file under `root`, and each shard's and sidecar's view.
-INVENTORY = """
-def inventory(root):
-    from dlzero.data.hcpe3 import read_hcpe3, read_sidecar
-    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    shards = [p for p in root.rglob("*.hcpe3")]
-    return {"files": files,
-            "shard_games": {str(p.relative_to(root)): len(read_hcpe3(p)) for p in shards},
-            "claimed_games": {str(p.relative_to(root))[:-5]: read_sidecar(p.with_suffix(""))["games"]
-                              for p in root.rglob("*.hcpe3.json")}}
-"""
-
-
-def fill_disk_script(body: str) -> str:
-    """A script whose `fill(disk, keep)` leaves exactly `keep` free blocks of 4 KiB on the tmpfs."""
-    return INVENTORY + textwrap.dedent("""
-        import json, os, subprocess, sys
-        from pathlib import Path
-
-        def fill(disk, keep):
-            st = os.statvfs(disk)
-            with open(disk / "filler", "wb") as f:
-                f.write(b"x" * (st.f_bavail - keep) * st.f_frsize)
-            assert os.statvfs(disk).f_bavail == keep
-    """) + textwrap.dedent(body)
 
 
 SIDECAR_DOES_NOT_FIT = fill_disk_script("""

@@ -15,14 +15,13 @@ or a client would, with the settings and numbers that used to freeze or kill the
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
 import sys
-import threading
 import time
 
 import cshogi
 import pytest
+from piped import MANY_CHECKS, Piped, is_line
 
 from dlzero.config import Config, config_from_dict, config_to_dict
 from dlzero.engine.player import MAX_PLAYOUTS
@@ -30,74 +29,11 @@ from dlzero.errors import ConfigError
 
 ANSWER_S = 1.0  # the promise: no command waits longer than this for a mate search, whatever the options
 BARE_KING = "sfen 4k4/9/9/9/9/9/9/9/4K4 b RB 1"  # rook and bishop in hand: mate_move(21) took over 60 s
-MANY_CHECKS = "sfen 9/9/9/9/4k4/9/9/9/4K4 b RBSNL 1"  # df-pn: 600k nodes, 62 s on a loaded core
 # White's bare king to move, Black holding rook, bishop and silver: after any king move df-pn neither proves
 # nor disproves a mate in 10^6 nodes (about 4 s), so a mate guard of 10^7 nodes runs for a minute
 GUARD_SLOW = "sfen 9/9/9/9/4k4/9/9/9/4K4 w RBS 1"
 # White mates in 15 plies (df-pn at 15 plies proves it in about 4k nodes); mate_move sees nothing in 7
 MATE_IN_15 = "sfen 1s5np/2r1g3l/+N2pP1pkb/l1p2p1pP/p1Pn1sg2/P3pP1P1/1P1KG1P1N/LR4+bGL/4S4 w Psp 112"
-
-
-class Piped:
-    """A `dlzero` engine command on pipes; its output lines are collected by a thread, so a wait can time out
-    and say how long the answer took."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "dlzero.cli", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=lambda: [self.lines.put(line.rstrip("\n")) for line in self.proc.stdout],
-                         daemon=True).start()
-
-    def send(self, *lines: str) -> None:
-        self.proc.stdin.write("".join(line + "\n" for line in lines))
-        self.proc.stdin.flush()
-
-    def wait(self, pred, timeout: float = 60.0) -> tuple[str, float]:
-        """The first line from now on that `pred` accepts, and the seconds it took."""
-        start = time.monotonic()
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.01, start + timeout - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no answer in {timeout} s; last lines: "
-                                     f"{[seen[:200] for seen in self.seen[-5:]]}") from None
-            self.seen.append(line)
-            if pred(line):
-                return line, time.monotonic() - start
-
-    def arrived(self) -> list[str]:
-        """The lines that came since the last wait, without waiting (kept in `seen` too)."""
-        lines = []
-        while not self.lines.empty():
-            lines.append(self.lines.get())
-        self.seen.extend(lines)
-        return lines
-
-    def end(self, last: str) -> None:
-        """Send `last` (`quit`, or an analysis' `terminate_all`), close the input and wait; kill if it lingers."""
-        if self.proc.poll() is None:
-            try:
-                self.send(last)
-                self.proc.stdin.close()
-                self.proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-
-
-@pytest.fixture()
-def usi(model):
-    gui = Piped("usi", "--model", model, "--threads", "1")
-    gui.send("isready")
-    gui.wait(lambda line: line == "readyok")
-    yield gui
-    gui.end("quit")
-
-
-def _is(word: str):
-    return lambda line: line == word or line.startswith(word + " ")
 
 
 # ---------------------------------------------------------------- USI: deep mate searches
@@ -108,18 +44,18 @@ def test_a_deep_root_mate_search_keeps_the_clock_and_isready(usi):
     usi.send("setoption name RootMateDepth value 31", f"position {BARE_KING}", "go btime 0 wtime 0 byoyomi 1000")
     time.sleep(0.1)
     usi.send("isready")
-    assert usi.wait(_is("readyok"))[1] < ANSWER_S
-    usi.wait(_is("bestmove"), timeout=30)
+    assert usi.wait(is_line("readyok"))[1] < ANSWER_S
+    usi.wait(is_line("bestmove"), timeout=30)
     usi.send("go btime 0 wtime 0 byoyomi 1000")  # timed from `go`: the byoyomi, less ByoyomiMargin's 300 ms
-    line, took = usi.wait(_is("bestmove"), timeout=30)
+    line, took = usi.wait(is_line("bestmove"), timeout=30)
     assert took < 1.0 and line != "bestmove resign"
 
 
 def test_a_deep_root_mate_is_found_by_df_pn_and_reported_as_mate(usi):
     usi.send("setoption name RootMateDepth value 15", "isready", f"position {MATE_IN_15}", "go mate nodes 1000")
-    usi.wait(_is("checkmate"), timeout=30)  # the helper process is up (`isready` started it)
+    usi.wait(is_line("checkmate"), timeout=30)  # the helper process is up (`isready` started it)
     usi.send("go nodes 30")
-    line, took = usi.wait(_is("bestmove"), timeout=30)
+    line, took = usi.wait(is_line("bestmove"), timeout=30)
     board = cshogi.Board(MATE_IN_15.split(" ", 1)[1])
     board.push_usi(line.split()[1])
     assert cshogi.DfPn(15, 100_000).search_andnode(board)  # every reply is mated
@@ -132,12 +68,12 @@ def test_go_mate_infinite_answers_isready_stop_and_quit_at_once(usi):
     usi.send(f"position {MANY_CHECKS}", "go mate infinite")
     time.sleep(0.5)
     usi.send("isready")
-    assert usi.wait(_is("readyok"))[1] < ANSWER_S
+    assert usi.wait(is_line("readyok"))[1] < ANSWER_S
     usi.send("stop")
-    line, took = usi.wait(_is("checkmate"))
+    line, took = usi.wait(is_line("checkmate"))
     assert took < ANSWER_S and line == "checkmate timeout"
     usi.send("go mate 1500")  # a time limit ends it alike
-    line, took = usi.wait(_is("checkmate"), timeout=30)
+    line, took = usi.wait(is_line("checkmate"), timeout=30)
     assert line == "checkmate timeout" and took < 1.5 + ANSWER_S
     usi.send("go mate infinite")
     time.sleep(0.5)
@@ -149,11 +85,11 @@ def test_go_mate_infinite_answers_isready_stop_and_quit_at_once(usi):
 
 def test_go_mate_still_solves_and_a_new_position_stops_an_infinite_one(usi):
     usi.send("position sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1", "go mate infinite")
-    assert usi.wait(_is("checkmate"))[0] == "checkmate G*5b"
+    assert usi.wait(is_line("checkmate"))[0] == "checkmate G*5b"
     usi.send(f"position {MANY_CHECKS}", "go mate infinite")
     time.sleep(0.3)
     usi.send("position startpos")  # `go mate infinite` never ends by itself: a new position stops it
-    assert usi.wait(_is("checkmate"))[1] < ANSWER_S
+    assert usi.wait(is_line("checkmate"))[1] < ANSWER_S
 
 
 def test_the_mate_guard_keeps_isready_stop_and_quit_at_once(usi):
@@ -162,20 +98,20 @@ def test_the_mate_guard_keeps_isready_stop_and_quit_at_once(usi):
     answers, `stop` ends the guard and the move the search chose is played. Under a clock the guard ends at
     the move's hard limit (issue 52: a move at byoyomi 1000 took 26 s); without one it runs until `stop`."""
     usi.send("setoption name MateGuardNodes value 10000000", "isready")
-    usi.wait(_is("readyok"))  # `isready` started the helper process
+    usi.wait(is_line("readyok"))  # `isready` started the helper process
     usi.send(f"position {GUARD_SLOW}", "go btime 0 wtime 0 byoyomi 1000")
-    line, took = usi.wait(_is("bestmove"), timeout=30)
+    line, took = usi.wait(is_line("bestmove"), timeout=30)
     assert took < 1.0 + 0.5  # the byoyomi, with slack for a loaded machine
     board = cshogi.Board(GUARD_SLOW.split(" ", 1)[1])
     assert line.split()[1] in {cshogi.move_to_usi(m) for m in board.legal_moves}
     usi.send("go nodes 30")
     time.sleep(2.0)  # the search's 30 playouts, then the guard
     usi.send("isready")
-    assert usi.wait(_is("readyok"))[1] < ANSWER_S
+    assert usi.wait(is_line("readyok"))[1] < ANSWER_S
     time.sleep(0.2)
-    assert not any(_is("bestmove")(line) for line in usi.arrived())  # the guard still runs
+    assert not any(is_line("bestmove")(line) for line in usi.arrived())  # the guard still runs
     usi.send("stop")
-    line, took = usi.wait(_is("bestmove"))
+    line, took = usi.wait(is_line("bestmove"))
     assert took < ANSWER_S
     assert line.split()[1] in {cshogi.move_to_usi(m) for m in board.legal_moves}
     usi.send("go nodes 30")
@@ -195,26 +131,26 @@ def test_every_go_is_answered_once_whatever_its_numbers(usi):
     usi.send(f"position {MANY_CHECKS}", "go mate 9000000")
     time.sleep(0.3)
     usi.send("stop")
-    assert usi.wait(_is("checkmate"))[0] == "checkmate timeout"
+    assert usi.wait(is_line("checkmate"))[0] == "checkmate timeout"
     usi.send("go mate nodes 99999999999999999999")
     time.sleep(0.3)
     usi.send("stop")
-    usi.wait(_is("checkmate"))
+    usi.wait(is_line("checkmate"))
     assert f"info string go mate nodes 99999999999999999999 is more than df-pn takes; searching {2**31 - 1}" \
         in usi.seen
     usi.send("go nodes 99999999999999999999")
     time.sleep(0.3)
     usi.send("stop")
-    usi.wait(_is("bestmove"))
+    usi.wait(is_line("bestmove"))
     usi.send("go nodes \u00b2")
-    usi.wait(_is("bestmove"))
+    usi.wait(is_line("bestmove"))
     usi.send("go btime 99999999999999999999 wtime 99999999999999999999 byoyomi 99999999999999999999")
     time.sleep(0.3)
     usi.send("stop")
-    usi.wait(_is("bestmove"))
+    usi.wait(is_line("bestmove"))
     usi.send("isready")
-    usi.wait(_is("readyok"))
-    answers = [line for line in usi.seen if _is("bestmove")(line) or _is("checkmate")(line)]
+    usi.wait(is_line("readyok"))
+    answers = [line for line in usi.seen if is_line("bestmove")(line) or is_line("checkmate")(line)]
     assert len(answers) == 5 and "bestmove resign" not in answers
     assert f"info string go nodes 99999999999999999999 is more than a search takes; searching {MAX_PLAYOUTS}" \
         in usi.seen
@@ -224,7 +160,7 @@ def test_every_go_is_answered_once_whatever_its_numbers(usi):
 
 def test_mate_depths_are_offered_only_as_deep_as_the_engine_can_honour(usi):
     usi.send("usi")
-    usi.wait(_is("usiok"))
+    usi.wait(is_line("usiok"))
     assert "option name RootMateDepth type spin default 7 min 0 max 31" in usi.seen
     assert "option name LeafMateDepth type spin default 3 min 0 max 7" in usi.seen
     usi.send("setoption name LeafMateDepth value 9", "setoption name RootMateDepth value 33")

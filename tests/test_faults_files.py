@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 from test_budget import SteppedBudget, torch_cpu
-from test_faults_data import REPO, TINY, fill_disk_script, run_on_tmpfs, tmpfs_ok  # noqa: F401 (a fixture)
-from test_teacher import engine  # noqa: F401 (a fixture)
+from test_faults_data import REPO, TINY
 from test_train import make_run, tiny_config, write_random_hcpe
+from tmpfs import fill_disk_script, run_on_tmpfs
 
 from dlzero.cli import main
 from dlzero.config import MAX_MODEL_PARAMETERS, ModelConfig, load_config
@@ -273,7 +273,7 @@ GENERATION_0_ON_A_FULL_DISK = fill_disk_script("""
 """)
 
 
-def test_generation_0_on_a_full_disk_is_one_line_and_exit_2(tmp_path, tmpfs_ok):  # noqa: F811
+def test_generation_0_on_a_full_disk_is_one_line_and_exit_2(tmp_path, tmpfs_ok):
     """A real full tmpfs: `dlzero selfplay` on a new run cannot write its random generation 0."""
     got = run_on_tmpfs(tmp_path / "disk", "1m", GENERATION_0_ON_A_FULL_DISK, json.dumps(TINY))
     line = one_line_error(got["stderr"], "selfplay")
@@ -298,7 +298,7 @@ print(json.dumps(out))
 """
 
 
-def test_locks_on_a_read_only_run_are_one_line_and_exit_2(tmp_path, tmpfs_ok):  # noqa: F811
+def test_locks_on_a_read_only_run_are_one_line_and_exit_2(tmp_path, tmpfs_ok):
     """A real read-only mount (root's writes are refused too): the lock folder cannot be made."""
     got = run_on_tmpfs(tmp_path / "disk", "1m", LOCKS_ON_A_READ_ONLY_RUN, json.dumps(TINY))
     for command, (rc, err) in got.items():
@@ -333,7 +333,7 @@ def test_the_size_estimate_is_the_networks_parameter_count(shape):
     assert cfg.parameters() == count_parameters(new_model(cfg, seed=0))
 
 
-def test_teach_sizes_its_parts_by_the_positions_asked(engine, tmp_path):  # noqa: F811 (the fixture)
+def test_teach_sizes_its_parts_by_the_positions_asked(engine, tmp_path):
     """20 positions, 32-game parts, a teacher that resigns at move 17 (14 labels a game): before, one
     whole part of 32 games (448 positions) was labelled; now one game a part until 20 are there."""
     from dlzero.teacher import PlaySettings, TeachSettings, teach

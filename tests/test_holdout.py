@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_MODEL, TINY_MODEL_SETS
 from shards import hcpe_records, selfplay_games
 
 from dlzero.cli import main
@@ -30,12 +31,11 @@ from dlzero.train.meters import Meter, summarise
 from dlzero.train.supervised import load_supervised, split_supervised
 from dlzero.train.trainer import Trainer, evaluate
 
-MODEL = {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16}
 CPU = torch.device("cpu")
 
 
 def config(**train: object):
-    return config_from_dict({"model": MODEL, "train": {"batch_size": 16, "device": "cpu", "validation_set": "",
+    return config_from_dict({"model": TINY_MODEL, "train": {"batch_size": 16, "device": "cpu", "validation_set": "",
                                                        **train}})
 
 
@@ -109,7 +109,7 @@ def test_cli_val_scores_the_separate_file(tmp_path, capsys):
     write_hcpe(tmp_path / "a.hcpe", hcpe_records(selfplay_games(4, 20, seed=14)))
     write_hcpe3(tmp_path / "b.hcpe3", selfplay_games(2, 20, seed=15))
     write_hcpe(tmp_path / "c.hcpe", hcpe_records(selfplay_games(1, 20, seed=16)))
-    sets = [f"model.{k}={v}" for k, v in MODEL.items()] + ["train.batch_size=16", "train.device=cpu"]
+    sets = TINY_MODEL_SETS + ["train.batch_size=16", "train.device=cpu"]
     argv = ["train", "--hcpe", str(tmp_path / "a.hcpe"), "--val", str(tmp_path / "b.hcpe3"), "--val",
             str(tmp_path / "c.hcpe"), "--out", str(tmp_path / "m.pt"), "--steps", "1", "--no-progress"]
     assert main(argv + [x for s in sets for x in ("--set", s)]) == 0

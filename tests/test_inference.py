@@ -23,7 +23,7 @@ from dlzero.inference import (
     resolve_device,
 )
 from dlzero.inference.devices import resolve_precision
-from dlzero.model import ModelMetadata, save_model
+from dlzero.model import ModelMetadata, PolicyValueNet, save_model
 from dlzero.model.export import METADATA_KEY, export_onnx
 
 CFG = ModelConfig(blocks=1, channels=16, value_channels=2, value_fc=32)
@@ -35,16 +35,17 @@ def _perturbed_model():
 
 
 @pytest.fixture(scope="module")
-def model():
+def net() -> PolicyValueNet:
+    """The network itself (conftest's `model` is a file), perturbed so that every backend has weights to get wrong."""
     return _perturbed_model()
 
 
 @pytest.fixture(scope="module")
-def files(model, tmp_path_factory):
+def files(net, tmp_path_factory):
     root = tmp_path_factory.mktemp("inference")
     meta = ModelMetadata(generation=4, parent="gen-0003", name="inf-test")
-    pt = save_model(model, root / "m.pt", meta)
-    onnx_path = export_onnx(model, root / "m.onnx", meta)
+    pt = save_model(net, root / "m.pt", meta)
+    onnx_path = export_onnx(net, root / "m.onnx", meta)
     return pt, onnx_path, meta
 
 
@@ -57,9 +58,9 @@ def planes():
     return buf
 
 
-def _reference(model, x: np.ndarray):
+def _reference(net, x: np.ndarray):
     with torch.no_grad():
-        p, v = model(torch.from_numpy(x))
+        p, v = net(torch.from_numpy(x))
     return p.numpy(), v.numpy()
 
 
@@ -68,11 +69,11 @@ def _close(a, b, atol=1e-4):
 
 
 @pytest.mark.parametrize("optimize", ["none", "freeze"])
-def test_torch_evaluator_matches_the_module(model, planes, optimize):
-    ev = TorchEvaluator(model, InferenceConfig(device="cpu", optimize=optimize))
+def test_torch_evaluator_matches_the_module(net, planes, optimize):
+    ev = TorchEvaluator(net, InferenceConfig(device="cpu", optimize=optimize))
     assert ev.backend == "torch" and ev.optimize == optimize
     assert "cpu" in ev.describe() and optimize in ev.describe()
-    p_ref, v_ref = _reference(model, planes)
+    p_ref, v_ref = _reference(net, planes)
     for n in (1, 7, 64):
         p, v = ev.evaluate(planes[:n])
         assert p.shape == (n, NUM_LABELS) and v.shape == (n,)
@@ -81,10 +82,10 @@ def test_torch_evaluator_matches_the_module(model, planes, optimize):
         _close(v, v_ref[:n])
 
 
-def test_torch_freeze_and_none_agree(model, planes):
-    frozen = TorchEvaluator(model, InferenceConfig(device="cpu", optimize="freeze"))
-    eager = TorchEvaluator(model, InferenceConfig(device="cpu", optimize="none"))
-    auto = TorchEvaluator(model, InferenceConfig(device="cpu"))
+def test_torch_freeze_and_none_agree(net, planes):
+    frozen = TorchEvaluator(net, InferenceConfig(device="cpu", optimize="freeze"))
+    eager = TorchEvaluator(net, InferenceConfig(device="cpu", optimize="none"))
+    auto = TorchEvaluator(net, InferenceConfig(device="cpu"))
     assert auto.optimize == "freeze"  # auto on the CPU
     for n in (1, 13):
         p1, v1 = frozen.evaluate(planes[:n])
@@ -94,12 +95,12 @@ def test_torch_freeze_and_none_agree(model, planes):
 
 
 @pytest.mark.parametrize("batch", [1, 7, 64])
-def test_onnx_evaluator_matches_torch(model, files, planes, batch):
+def test_onnx_evaluator_matches_torch(net, files, planes, batch):
     _, onnx_path, meta = files
     ev = OnnxEvaluator(onnx_path, CPU)
     assert ev.backend == "onnx" and ev.providers == ["CPUExecutionProvider"]
     assert ev.metadata == meta  # read from the file's metadata
-    p_ref, v_ref = _reference(model, planes[:batch])
+    p_ref, v_ref = _reference(net, planes[:batch])
     p, v = ev.evaluate(planes[:batch])
     assert p.shape == (batch, NUM_LABELS) and v.shape == (batch,)
     _close(p, p_ref)
@@ -107,7 +108,7 @@ def test_onnx_evaluator_matches_torch(model, files, planes, batch):
 
 
 @pytest.mark.parametrize("spin", [True, False])
-def test_onnx_spin_setting_reaches_the_session(model, files, planes, spin):
+def test_onnx_spin_setting_reaches_the_session(net, files, planes, spin):
     """`inference.spin: false` turns off onnxruntime's spin-waiting intra-op threads (their cores go back to
     the search's tree between calls); the answers do not change."""
     _, onnx_path, _ = files
@@ -118,15 +119,15 @@ def test_onnx_spin_setting_reaches_the_session(model, files, planes, spin):
             options.get_session_config_entry("session.intra_op.allow_spinning")
     else:
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    p_ref, v_ref = _reference(model, planes[:5])
+    p_ref, v_ref = _reference(net, planes[:5])
     p, v = ev.evaluate(planes[:5])
     _close(p, p_ref)
     _close(v, v_ref)
 
 
-def test_load_model_by_file_type(model, files, planes):
+def test_load_model_by_file_type(net, files, planes):
     pt, onnx_path, meta = files
-    p_ref, v_ref = _reference(model, planes)
+    p_ref, v_ref = _reference(net, planes)
     cases = [
         (pt, InferenceConfig(device="cpu"), TorchEvaluator),
         (pt, InferenceConfig(device="cpu", backend="torch", optimize="none"), TorchEvaluator),
@@ -313,10 +314,10 @@ def test_evaluator_splits_batches_above_max_batch():
     assert ev.chunks == [3, 2]
 
 
-def test_real_backends_split_large_batches(model, planes):
-    ev = TorchEvaluator(model, InferenceConfig(device="cpu", optimize="none", max_batch=16))
+def test_real_backends_split_large_batches(net, planes):
+    ev = TorchEvaluator(net, InferenceConfig(device="cpu", optimize="none", max_batch=16))
     p, v = ev.evaluate(planes)
-    p_ref, v_ref = _reference(model, planes)
+    p_ref, v_ref = _reference(net, planes)
     _close(p, p_ref)
     _close(v, v_ref)
 

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from conftest import TINY_MODEL, TINY_MODEL_SETS
 
 from dlzero.config import Config, InferenceConfig, ModelConfig, QuantizeConfig, SearchConfig
 from dlzero.data.hcpe3 import Hcpe3Record, MoveRecord, write_hcpe3
@@ -29,7 +30,7 @@ from dlzero.model.export import onnx_bytes
 from dlzero.model.quantize import QUANT_KEY, QuantReport, layer_nodes, prepare, quantize_with_gate, read_report
 from dlzero.rundir import RunDir
 
-SMALL = ModelConfig(blocks=1, channels=16, value_channels=2, value_fc=16)
+SMALL = ModelConfig(**TINY_MODEL)
 FAST = QuantizeConfig(calibration="minmax", keep_fp32="auto", calibration_positions=64, holdout_positions=128)
 IMPOSSIBLE = replace(FAST, min_top1=1.0, max_value_error=0.0, keep_fp32="none")
 SEARCHED = replace(FAST, gate_positions=48, gate_playouts=16)  # the search gate, small enough for a test
@@ -401,7 +402,7 @@ def test_selfplay_command_plays_with_the_int8_model(tmp_path):
     from dlzero.data.hcpe3 import read_hcpe3
 
     q = "inference.quantize"
-    sets = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=onnx",
+    sets = [*TINY_MODEL_SETS, "inference.backend=onnx",
             "inference.threads=1", "selfplay.playouts=4", "selfplay.cheap_playouts=2", "selfplay.max_moves=20",
             "selfplay.games_in_parallel=2", f"{q}.calibration=minmax", f"{q}.keep_fp32=none",
             f"{q}.calibration_positions=32", f"{q}.holdout_positions=64"]

@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-TINY = ["--set", "model.blocks=1", "--set", "model.channels=16", "--set", "selfplay.playouts=12",
+from conftest import TINY_MODEL_FLAGS
+
+TINY = [*TINY_MODEL_FLAGS, "--set", "selfplay.playouts=12",
         "--set", "selfplay.cheap_playouts=4", "--set", "selfplay.max_moves=60", "--set", "selfplay.workers=1",
         "--set", "selfplay.games_in_parallel=8", "--set", "gate.max_moves=60", "--set", "gate.playouts=6",
         "--set", "train.window_min=300", "--set", "train.batch_size=32", "--set", "inference.threads=1",

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TINY_MODEL_FLAGS
 
 from dlzero.loop import new_games
 from dlzero.progress.timeline import shares
 from dlzero.rundir import RunDir
 
-TINY = ["--set", "model.blocks=1", "--set", "model.channels=16", "--set", "selfplay.playouts=12",
+TINY = [*TINY_MODEL_FLAGS, "--set", "selfplay.playouts=12",
         "--set", "selfplay.cheap_playouts=4", "--set", "selfplay.max_moves=60", "--set", "selfplay.workers=1",
         "--set", "selfplay.games_in_parallel=4", "--set", "selfplay.games_per_shard=4",
         "--set", "train.window_min=300", "--set", "train.batch_size=32", "--set", "inference.threads=1",

@@ -89,6 +89,9 @@ def _tiny_models(tmp_path, cfg: Config, seeds=(1, 2)):
 
 def _tiny_cfg(max_moves: int, playouts: int = 8) -> Config:
     cfg = _cfg(max_moves=max_moves, playouts=playouts)
+    # not conftest's TINY_MODEL: with its 2-channel value head the 24-playout searches of
+    # test_arena_and_engine_pick_the_same_move[puct] spread their visits evenly (2 each, Q equal to 1e-4) and the
+    # arena and the engine break that near-tie apart (2h5h against 2h3h): issue 50 left it for a look of its own
     cfg.model = ModelConfig(blocks=1, channels=16, value_channels=1, value_fc=16)
     return cfg
 

@@ -42,22 +42,23 @@ def _planes(n: int, seed: int = 0) -> torch.Tensor:
 
 
 @pytest.fixture(scope="module")
-def model() -> PolicyValueNet:
+def net() -> PolicyValueNet:
+    """The network itself (conftest's `model` is a file), its statistics moved off their initial values."""
     return _trained_like()
 
 
 @pytest.fixture(scope="module")
-def saved(model, tmp_path_factory):
+def saved(net, tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / "m.pt"
     meta = ModelMetadata(generation=3, parent="gen-0002", games=120, positions=9000, name="test-net")
-    save_model(model, path, meta)
+    save_model(net, path, meta)
     return path, meta
 
 
-def test_forward_shapes_and_value_range(model):
+def test_forward_shapes_and_value_range(net):
     for n in (1, 5):
         with torch.no_grad():
-            policy, value = model(_planes(n) * 5.0)
+            policy, value = net(_planes(n) * 5.0)
         assert policy.shape == (n, NUM_LABELS) and value.shape == (n,)
         assert policy.dtype == torch.float32
         assert torch.all(value.abs() <= 1.0)
@@ -71,11 +72,11 @@ def test_forward_shapes_and_value_range(model):
 
 def test_policy_bias_indexes_labels_directly():
     """With zero convolution weights the logits are the per-label bias: flat index = class*81 + sq."""
-    model = _trained_like()
+    net = _trained_like()
     with torch.no_grad():
-        model.policy_out.weight.zero_()
-        policy, _ = model(_planes(2))
-    np.testing.assert_allclose(policy[0].numpy(), model.policy_bias.detach().numpy(), rtol=0, atol=1e-6)
+        net.policy_out.weight.zero_()
+        policy, _ = net(_planes(2))
+    np.testing.assert_allclose(policy[0].numpy(), net.policy_bias.detach().numpy(), rtol=0, atol=1e-6)
 
 
 def _expected_parameters(cfg: ModelConfig) -> int:
@@ -113,7 +114,7 @@ def test_new_model_seed_is_deterministic():
 # ---- checkpoint files --------------------------------------------------------------------------------
 
 
-def test_checkpoint_round_trip(model, saved):
+def test_checkpoint_round_trip(net, saved):
     path, meta = saved
     loaded, meta2 = load_model_file(path)
     assert not loaded.training
@@ -121,10 +122,10 @@ def test_checkpoint_round_trip(model, saved):
     assert meta2 == meta
     x = _planes(6)
     with torch.no_grad():
-        p1, v1 = model(x)
+        p1, v1 = net(x)
         p2, v2 = loaded(x)
     assert torch.equal(p1, p2) and torch.equal(v1, v2)
-    for key, tensor in model.state_dict().items():
+    for key, tensor in net.state_dict().items():
         assert torch.equal(tensor, loaded.state_dict()[key]), key
 
 
@@ -162,65 +163,65 @@ def _write_payload(path, payload):
     return path
 
 
-def test_other_architecture_is_named(model, tmp_path):
+def test_other_architecture_is_named(net, tmp_path):
     wider_cfg = ModelConfig(blocks=2, channels=24, value_channels=2, value_fc=32)
     wider = checkpoint_payload(_trained_like(wider_cfg), ModelMetadata())
-    wider["model_config"] = dict(checkpoint_payload(model, ModelMetadata())["model_config"])
+    wider["model_config"] = dict(checkpoint_payload(net, ModelMetadata())["model_config"])
     with pytest.raises(ModelFileError) as info:
         load_model_file(_write_payload(tmp_path / "wider.pt", wider))
     assert "shape mismatch" in str(info.value) and "stem.0.weight" in str(info.value)
     assert "(24, 100, 3, 3) != (16, 100, 3, 3)" in str(info.value)
 
-    deeper_cfg = checkpoint_payload(model, ModelMetadata())
+    deeper_cfg = checkpoint_payload(net, ModelMetadata())
     deeper_cfg["model_config"]["blocks"] = 3
     with pytest.raises(ModelFileError) as info:
         load_model_file(_write_payload(tmp_path / "deeper.pt", deeper_cfg))
     assert "missing" in str(info.value) and "tower.2." in str(info.value)
 
-    shallower_cfg = checkpoint_payload(model, ModelMetadata())
+    shallower_cfg = checkpoint_payload(net, ModelMetadata())
     shallower_cfg["model_config"]["blocks"] = 1
     with pytest.raises(ModelFileError) as info:
         load_model_file(_write_payload(tmp_path / "shallower.pt", shallower_cfg))
     assert "unexpected" in str(info.value) and "tower.1." in str(info.value)
 
-    edited = checkpoint_payload(model, ModelMetadata())
+    edited = checkpoint_payload(net, ModelMetadata())
     edited["state_dict"]["value_fc1.weight"] = torch.zeros(32, 2 * 81 + 1)
     with pytest.raises(ModelFileError, match=r"value_fc1.weight \(32, 163\) != \(32, 162\)"):
         load_model_file(_write_payload(tmp_path / "edited.pt", edited))
 
-    no_weights = checkpoint_payload(model, ModelMetadata())
+    no_weights = checkpoint_payload(net, ModelMetadata())
     del no_weights["state_dict"]
     with pytest.raises(ModelFileError, match="no weights"):
         load_model_file(_write_payload(tmp_path / "noweights.pt", no_weights))
 
 
-def test_bad_headers(model, tmp_path):
-    newer = checkpoint_payload(model, ModelMetadata())
+def test_bad_headers(net, tmp_path):
+    newer = checkpoint_payload(net, ModelMetadata())
     newer["format_version"] = FORMAT_VERSION + 1
     with pytest.raises(ModelFileError, match="newer than this dlzero understands"):
         load_model_file(_write_payload(tmp_path / "newer.pt", newer))
 
-    encoder = checkpoint_payload(model, ModelMetadata())
+    encoder = checkpoint_payload(net, ModelMetadata())
     encoder["encoder_version"] = ENCODER_VERSION + 1
     with pytest.raises(ModelFileError, match=f"input encoding v{ENCODER_VERSION + 1}"):
         load_model_file(_write_payload(tmp_path / "encoder.pt", encoder))
 
-    bad_cfg = checkpoint_payload(model, ModelMetadata())
+    bad_cfg = checkpoint_payload(net, ModelMetadata())
     bad_cfg["model_config"]["channels"] = -4
     with pytest.raises(ModelFileError, match="model.channels"):
         load_model_file(_write_payload(tmp_path / "badcfg.pt", bad_cfg))
 
-    unknown_key = checkpoint_payload(model, ModelMetadata())
+    unknown_key = checkpoint_payload(net, ModelMetadata())
     unknown_key["model_config"]["heads"] = 2
     with pytest.raises(ModelFileError, match="model.heads"):
         load_model_file(_write_payload(tmp_path / "unknown.pt", unknown_key))
 
 
-def test_training_checkpoint_header_is_checked_as_a_model_file_is(model, tmp_path):
+def test_training_checkpoint_header_is_checked_as_a_model_file_is(net, tmp_path):
     """The trainer's resume file goes through the same header check: a model file is not one, and a newer
     format version of its own is refused the way a model file's is."""
     with pytest.raises(ModelFileError, match="not a dlzero training checkpoint"):
-        load_checkpoint(save_model(model, tmp_path / "model.pt"), SMALL)
+        load_checkpoint(save_model(net, tmp_path / "model.pt"), SMALL)
     newer = {"format": TRAIN_FORMAT, "format_version": TRAIN_VERSION + 1}
     with pytest.raises(ModelFileError, match=f"training checkpoint format version {TRAIN_VERSION + 1} is newer "
                                              "than this dlzero understands .*; upgrade dlzero"):
@@ -264,25 +265,25 @@ def test_not_dlzero_files(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def onnx_file(model, saved, tmp_path_factory):
+def onnx_file(net, saved, tmp_path_factory):
     path = tmp_path_factory.mktemp("onnx") / "m.onnx"
-    export_onnx(model, path, saved[1])
+    export_onnx(net, path, saved[1])
     return path
 
 
 @pytest.mark.parametrize("batch", [1, 7, 64])
-def test_onnx_matches_torch(model, onnx_file, batch):
+def test_onnx_matches_torch(net, onnx_file, batch):
     session = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
     x = _planes(batch, seed=batch)
     with torch.no_grad():
-        p1, v1 = model(x)
+        p1, v1 = net(x)
     p2, v2 = session.run(["policy", "value"], {"planes": x.numpy()})
     assert p2.shape == (batch, NUM_LABELS) and v2.shape == (batch,)
     np.testing.assert_allclose(p2, p1.numpy(), rtol=0, atol=1e-4)
     np.testing.assert_allclose(v2, v1.numpy(), rtol=0, atol=1e-4)
 
 
-def test_onnx_metadata_round_trip(model, onnx_file, saved):
+def test_onnx_metadata_round_trip(net, onnx_file, saved):
     proto = onnx.load(str(onnx_file))
     props = {p.key: p.value for p in proto.metadata_props}
     header = json.loads(props[METADATA_KEY])

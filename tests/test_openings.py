@@ -5,6 +5,7 @@ from __future__ import annotations
 import cshogi
 import numpy as np
 import pytest
+from conftest import TINY_MODEL
 
 from dlzero.cli import main
 from dlzero.config import ModelConfig, SearchConfig
@@ -74,7 +75,7 @@ def test_generation_can_start_from_given_lines():
 
 
 def test_network_policy_follows_the_priors_and_temperature(tmp_path):
-    cfg = ModelConfig(blocks=1, channels=8, value_channels=1, value_fc=8)
+    cfg = ModelConfig(**TINY_MODEL)
     save_model(new_model(cfg, seed=0), tmp_path / "m.pt")
     evaluator = load_model(tmp_path / "m.pt")
     search = Search(evaluator, SearchConfig(root_mate_depth=0, leaf_mate_depth=0))

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import cshogi
 import numpy as np
 import pytest
 from test_selfplay import tiny_config, tiny_evaluator
-from test_teacher import FAKE_ENGINE
 
 from dlzero.cli import main
 from dlzero.config import load_config
@@ -58,14 +56,6 @@ def _header(path: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def rating() -> list[str]:
     return load_openings(RATING_SUITE)
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> str:
-    """test_teacher's fake USI engine (sorted legal moves, resigns past its ResignPly) as a teacher spec."""
-    script = tmp_path_factory.mktemp("engine") / "fake_usi.py"
-    script.write_text(FAKE_ENGINE)
-    return f"usi:{sys.executable} {script}"
 
 
 def test_rating_suite_is_large_distinct_balanced_and_made_otherwise_than_the_gate_suite(rating):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import cshogi
 import numpy as np
 import pytest
+from conftest import TINY_MODEL_SETS
 
 from dlzero.config import load_config
 from dlzero.data.hcpe3 import ShardWriter, read_hcpe3
@@ -49,7 +50,7 @@ def games(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("parity")
     (tmp / "openings.txt").write_text(f"{REPEATING}\n{PLAIN}\n")
     cfg = load_config(None, [
-        "model.blocks=1", "model.channels=16", "model.value_fc=16",
+        *TINY_MODEL_SETS,
         "inference.backend=torch", "inference.optimize=none", "inference.threads=1",
         "search.root_mate_depth=0", f"selfplay.openings={tmp / 'openings.txt'}",
         "selfplay.playouts=8", "selfplay.full_search_prob=1.0", "selfplay.random_plies=6",

@@ -8,6 +8,7 @@ import sys
 import cshogi
 import numpy as np
 import pytest
+from conftest import TINY_MODEL_SETS
 
 from dlzero.config import load_config
 from dlzero.game_end import Verdict
@@ -19,7 +20,7 @@ from dlzero.play import END_RESIGN, Game, RandomMover, driver, play_lockstep, pl
 from dlzero.rundir import RunDir
 from dlzero.selfplay.games import FinishedRecord, play_selfplay_games
 
-SMALL = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.threads=1",
+SMALL = [*TINY_MODEL_SETS, "inference.threads=1",
          "search.root_mate_depth=3", "selfplay.playouts=4", "selfplay.cheap_playouts=2",
          "selfplay.max_moves=16", "selfplay.games_in_parallel=1", "gate.max_moves=30", "gate.playouts=4",
          "rate.games=2", "rate.playouts=4", "rate.anchors=[random]"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import cshogi
 import numpy as np
 import pytest
+from conftest import TINY_MODEL_SETS
 
 import dlzero.game_end
 from dlzero.config import load_config
@@ -118,7 +119,7 @@ def test_selfplay_and_the_teacher_store_a_perpetual_check_alike(tmp_path):
     (The teacher used to flag it as a repetition and self-play not.)"""
     openings = tmp_path / "perpetual.txt"
     openings.write_text(BEFORE_PERPETUAL + "\n", encoding="utf-8")
-    cfg = load_config(None, ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=torch",
+    cfg = load_config(None, [*TINY_MODEL_SETS, "inference.backend=torch",
                              "inference.optimize=none", "inference.threads=1", "selfplay.playouts=4",
                              "selfplay.cheap_playouts=2", "selfplay.games_in_parallel=1",
                              "selfplay.resign_threshold=0", f"selfplay.openings={openings}"])

@@ -9,6 +9,7 @@ import os
 
 import cshogi
 import pytest
+from conftest import TINY_MODEL
 
 import dlzero.gating.promotion as promotion
 from dlzero.commands import gate, match
@@ -22,7 +23,7 @@ from dlzero.rundir import RunDir
 
 
 def _cfg() -> Config:
-    cfg = Config(model=ModelConfig(blocks=1, channels=8, value_channels=1, value_fc=8))
+    cfg = Config(model=ModelConfig(**TINY_MODEL))
     cfg.inference.threads = 1
     cfg.gate.max_games, cfg.gate.playouts, cfg.gate.max_moves = 2, 4, 16
     return cfg

@@ -9,6 +9,7 @@ import sys
 
 import cshogi
 import pytest
+from conftest import TINY_MODEL_SETS
 
 from dlzero.cli import main
 from dlzero.config import load_config
@@ -31,7 +32,7 @@ from dlzero.player_names import parse_engine_entry
 from dlzero.rundir import RunDir
 from dlzero.runfiles import ELO_COLUMNS
 
-SMALL = ["model.blocks=1", "model.channels=16", "inference.threads=1", "gate.max_moves=40", "rate.games=2",
+SMALL = [*TINY_MODEL_SETS, "inference.threads=1", "gate.max_moves=40", "rate.games=2",
          "rate.playouts=4", "rate.anchors=[random,alphabeta:100,gen-0000]"]
 
 

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_MODEL, TINY_MODEL_SETS
 from shards import selfplay_games
 
 from dlzero.cli import main
@@ -17,12 +18,9 @@ from dlzero.data.hcpe3 import BLACK_WIN, FLAG_MAX_MOVES, RESULT_DRAW, WHITE_WIN,
 from dlzero.model import new_model, save_model
 from dlzero.train.dataset import count_positions
 
-MODEL = {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16}
-
-SETS = [f"model.{k}={v}" for k, v in MODEL.items()] + ["train.batch_size=16", "train.device=cpu",
-                                                      "train.holdout_fraction=0.25", "train.seed=3"]
+SETS = [*TINY_MODEL_SETS, "train.batch_size=16", "train.device=cpu", "train.holdout_fraction=0.25", "train.seed=3"]
 FLAGS = [x for s in SETS for x in ("--set", s)]
-MODEL_CFG = config_from_dict({"model": MODEL}).model
+MODEL_CFG = config_from_dict({"model": TINY_MODEL}).model
 
 
 def read_csv(path) -> list[dict[str, str]]:
@@ -83,6 +81,32 @@ def test_score_refuses_what_it_cannot_score_before_loading_data(tmp_path, capsys
     err = capsys.readouterr().err
     assert "bad.hcpe3" in err and "Traceback" not in err
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_train_sample_scores_training_positions_beside_the_hold_out(tmp_path, capsys):
+    """Scored beside the held-out games, the training sample is training positions, as many as are held out
+    (here fewer exist: all of them, in their order, so its figures are those of scoring the file whole)."""
+    write_hcpe3(tmp_path / "t.hcpe3", selfplay_games(2, 10, seed=27))
+    write_hcpe3(tmp_path / "v.hcpe3", selfplay_games(6, 16, seed=28))
+    save_model(new_model(MODEL_CFG, seed=1), tmp_path / "m.pt")
+    model = str(tmp_path / "m.pt")
+    assert main(["score", model, "--val", str(tmp_path / "t.hcpe3"), "--csv", str(tmp_path / "whole.csv"),
+                 *FLAGS]) == 0
+    assert main(["score", model, "--hcpe", str(tmp_path / "t.hcpe3"), "--val", str(tmp_path / "v.hcpe3"), "--csv",
+                 str(tmp_path / "held.csv"), *FLAGS]) == 0
+    capsys.readouterr()
+    assert main(["score", model, "--hcpe", str(tmp_path / "t.hcpe3"), "--val", str(tmp_path / "v.hcpe3"),
+                 "--train-sample", "--csv", str(tmp_path / "s.csv"), *FLAGS]) == 0
+    assert capsys.readouterr().out.splitlines()[2].startswith("m.pt  training sample ")
+    (whole,), (held,), rows = (read_csv(tmp_path / f) for f in ("whole.csv", "held.csv", "s.csv"))
+    assert [(r["model"], r["set"]) for r in rows] == [("m.pt", "held out"), ("m.pt", "training sample")]
+    assert int(whole["positions"]) < int(held["positions"])
+    for got, want in zip(rows, (held, whole), strict=True):
+        assert got["positions"] == want["positions"]
+        for key in ("policy_loss", "policy_acc", "value_loss", "value_loss_target"):
+            assert float(got[key]) == pytest.approx(float(want[key]), abs=1e-6), key
+    assert main(["score", model, "--val", str(tmp_path / "v.hcpe3"), "--train-sample", *FLAGS]) == 2
+    assert "--train-sample needs the training files" in capsys.readouterr().err
 
 
 def test_score_takes_the_shipped_default_networks_weights(tmp_path, capsys):

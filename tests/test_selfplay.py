@@ -16,6 +16,7 @@ from pathlib import Path
 import cshogi
 import numpy as np
 import pytest
+from conftest import TINY_MODEL_SETS
 from killers import (
     CLI_WITH_SIGINT,
     ShardKiller,
@@ -46,7 +47,7 @@ from dlzero.selfplay.session import run_selfplay
 from dlzero.selfplay.worker import Worker
 
 TINY = [
-    "model.blocks=1", "model.channels=16", "model.value_fc=16",
+    *TINY_MODEL_SETS,
     "inference.backend=torch", "inference.optimize=none", "inference.threads=1",
     "search.root_mate_depth=3",
     "selfplay.playouts=8", "selfplay.cheap_playouts=4", "selfplay.full_search_prob=0.5",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TINY_MODEL_SETS
 from randpos import random_sfens
 
 from dlzero.config import Config, load_config
@@ -26,7 +27,7 @@ from dlzero.inference.slots import shm_dir
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.rundir import RunDir
 
-SMALL = ["model.blocks=1", "model.channels=16", "model.value_fc=16", "inference.backend=onnx",
+SMALL = [*TINY_MODEL_SETS, "inference.backend=onnx",
          "inference.threads=1"]
 
 

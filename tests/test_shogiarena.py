@@ -16,6 +16,7 @@ from pathlib import Path
 import cshogi
 import pytest
 import yaml
+from conftest import TINY_MODEL
 
 from dlzero.config import Config
 from dlzero.usi.options import BY_NAME, get_key
@@ -53,7 +54,7 @@ def engines(tmp_path_factory) -> list[str]:
     paths = []
     for seed in (0, 1):
         model = root / f"m{seed}.pt"
-        save_model(new_model(ModelConfig(blocks=1, channels=16), seed=seed), model)
+        save_model(new_model(ModelConfig(**TINY_MODEL), seed=seed), model)
         script = root / f"dlzero-{seed}"
         script.write_text(f"#!/bin/sh\nexec {sys.executable} -m dlzero.usi --model {model}\n")
         script.chmod(0o755)

@@ -16,13 +16,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-import sys
-import textwrap
 from pathlib import Path
 
 import cshogi
 import numpy as np
 import pytest
+from conftest import TINY_MODEL
 from shards import selfplay_games
 
 from dlzero.config import config_from_dict
@@ -38,65 +37,6 @@ from dlzero.teacher.driver import parts_dir_of
 from dlzero.teacher.label import label_positions
 from dlzero.teacher.usi import final_lines, winrate
 from dlzero.train.supervised import warm_start
-
-FAKE_ENGINE = textwrap.dedent('''
-    import sys
-    import cshogi
-
-    options = {"MultiPV": "1", "Eval": "100", "ResignPly": "1000", "Cut": "0", "Best": "0"}
-    board = cshogi.Board()
-    for line in sys.stdin:
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "usi":
-            print("id name fake-teacher")
-            for name, value in options.items():
-                print(f"option name {name} type spin default {value} min 0 max 100000")
-            print("usiok", flush=True)
-        elif words[0] == "setoption":
-            options[words[2]] = words[4]
-        elif words[0] == "isready":
-            print("readyok", flush=True)
-        elif words[0] == "position":
-            board = cshogi.Board()
-            rest = words[1:]
-            if rest[0] == "sfen":
-                board.set_sfen(" ".join(rest[1:5]))
-                rest = rest[5:]
-            else:
-                rest = rest[1:]
-            for usi in rest[1:]:
-                board.push_usi(usi)
-        elif words[0] == "go":
-            if board.move_number > int(options["ResignPly"]):
-                print("info depth 1 score cp -2000 pv resign")
-                print("bestmove resign", flush=True)
-                continue
-            moves = sorted(cshogi.move_to_usi(m) for m in board.legal_moves)
-            n, cp = int(options["MultiPV"]), int(options["Eval"])
-            index = [f" multipv {i + 1}" if n > 1 else "" for i in range(max(n, 1))]
-            for depth in (1, 2):
-                for i, usi in enumerate(moves[::-1][:n]):
-                    print(f"info depth {depth} seldepth {depth}{index[i]} score cp {cp + 300 - 50 * i} pv {usi}")
-            for i, usi in enumerate(moves[:n]):
-                print(f"info depth 3 seldepth 5{index[i]} score cp {cp - 50 * i} nodes 900 pv {usi}")
-            print(f"info depth 4{index[0]} score cp {cp + 900} lowerbound pv {moves[-1]}")
-            print(f"info depth 4{index[0]} score cp {cp - 900} upperbound pv {moves[len(moves) // 2]}")
-            for i, usi in enumerate(([moves[1], moves[0]] + moves[2:])[: int(options["Cut"])]):
-                print(f"info depth 4{index[i]} score cp {cp + 20 - 200 * i} pv {usi}")
-            print(f"bestmove {moves[int(options['Best'])]}", flush=True)
-        elif words[0] == "quit":
-            break
-''')
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> str:
-    """The teacher spec head for the fake engine: `usi:PYTHON SCRIPT`."""
-    script = tmp_path_factory.mktemp("engine") / "fake_usi.py"
-    script.write_text(FAKE_ENGINE)
-    return f"usi:{sys.executable} {script}"
 
 
 def first_move(board: cshogi.Board) -> int:
@@ -345,7 +285,7 @@ def write_teacher_games(path: Path) -> None:
 
 
 def test_warm_start_makes_a_loadable_generation_zero(tmp_path):
-    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+    cfg = config_from_dict({"model": TINY_MODEL,
                             "train": {"batch_size": 16, "steps_per_generation": 3, "device": "cpu",
                                       "holdout_fraction": 0.2, "val_lambda": 1.0, "log_every": 1}})
     data = tmp_path / "teacher.hcpe3"
@@ -375,7 +315,7 @@ def test_the_warm_start_schedule_ends_with_the_warm_start(tmp_path, caplog):
     from dlzero.runfiles import TRAIN_CSV
     from dlzero.train.generation import train_generation
 
-    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+    cfg = config_from_dict({"model": TINY_MODEL,
                             "train": {"batch_size": 16, "steps_per_generation": 6, "reuse": 0, "device": "cpu",
                                       "lr": 0.02, "holdout_fraction": 0.2, "log_every": 1,
                                       "validation_set": "", "validation_positions": 0}})
@@ -412,7 +352,7 @@ def test_relabel_gives_each_shard_a_twin_and_training_reads_the_twins(engine, tm
     from dlzero.train.validation import read_rows
 
     spec = f"{engine};Eval=40"
-    cfg = config_from_dict({"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+    cfg = config_from_dict({"model": TINY_MODEL,
                             "train": {"batch_size": 16, "steps_per_generation": 2, "min_steps": 1, "device": "cpu",
                                       "validation_set": "", "relabel": spec, "checkpoint_every": 2}})
     rd = RunDir.create(tmp_path / "run", cfg)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 import yaml
+from conftest import TINY_MODEL
 from shards import selfplay_games
 
 from dlzero.cli import build_parser
@@ -35,7 +36,7 @@ from dlzero.train.teacher_files import adopt_teacher_data
 from dlzero.train.train_state import load_checkpoint
 from dlzero.train.validation import read_rows
 
-TINY = {"model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+TINY = {"model": TINY_MODEL,
         "train": {"batch_size": 16, "steps_per_generation": 4, "min_steps": 1, "device": "cpu", "seed": 5,
                   "log_every": 2, "checkpoint_every": 2, "validation_set": "", "window_min": 5000}}
 BATCH = 16

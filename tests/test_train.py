@@ -19,6 +19,7 @@ import cshogi
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_MODEL
 from shards import hcpe_records
 
 from dlzero.config import Config, config_from_dict
@@ -29,7 +30,7 @@ from dlzero.model import ModelMetadata, load_model_file, new_model, save_model
 from dlzero.rundir import RunDir
 
 TINY = {
-    "model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+    "model": TINY_MODEL,
     "train": {"batch_size": 32, "lr": 0.05, "steps_per_generation": 50, "window_min": 5000,
               "checkpoint_every": 20, "log_every": 10, "device": "cpu", "seed": 3},
 }

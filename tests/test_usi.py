@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import cshogi
 import pytest
@@ -139,7 +140,9 @@ class _Lines:
 
 
 @pytest.fixture()
-def usi(model):
+def in_process(model: str) -> Iterator[tuple[UsiEngine, _Lines]]:
+    """The USI engine in this process (its output collected, no pipes: conftest's `usi` is the real command),
+    ready, after 2g2f."""
     out = _Lines()
     cfg = Config()
     cfg.inference.threads = 1
@@ -150,8 +153,8 @@ def usi(model):
     engine.handle("quit")
 
 
-def test_go_infinite_waits_for_stop(usi):
-    engine, out = usi
+def test_go_infinite_waits_for_stop(in_process):
+    engine, out = in_process
     engine.handle("go infinite")
     time.sleep(0.3)
     assert out.bestmoves() == []
@@ -159,8 +162,8 @@ def test_go_infinite_waits_for_stop(usi):
     assert len(out.bestmoves()) == 1
 
 
-def test_ponder_then_ponderhit(usi):
-    engine, out = usi
+def test_ponder_then_ponderhit(in_process):
+    engine, out = in_process
     engine.handle("setoption name USI_Ponder value true")
     engine.handle("go ponder btime 0 wtime 0 byoyomi 600")
     time.sleep(0.3)
@@ -173,8 +176,8 @@ def test_ponder_then_ponderhit(usi):
     assert len(out.bestmoves()) == 2
 
 
-def test_go_byoyomi_and_nodes(usi):
-    engine, out = usi
+def test_go_byoyomi_and_nodes(in_process):
+    engine, out = in_process
     engine.handle("go btime 1000 wtime 1000 byoyomi 300")
     assert out.wait_bestmove(2.0) < 0.3 + 0.2
     engine.handle("setoption name MultiPV value 2")

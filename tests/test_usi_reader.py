@@ -13,7 +13,7 @@ from pathlib import Path
 
 import cshogi
 import pytest
-from test_faults_engine import MANY_CHECKS, Piped, _is
+from piped import MANY_CHECKS, Piped, is_line
 
 # The promise is 1 s; the slack is for a machine shared with other test runs. A hang, or a wait for the
 # search's own end (29 s in the issue's probes), still fails by far.
@@ -22,22 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 START_BOARD = cshogi.STARTING_SFEN.split()[0]
 
 
-@pytest.fixture()
-def usi(model):
-    gui = Piped("usi", "--model", model, "--threads", "1")
-    gui.send("isready")
-    gui.wait(_is("readyok"))
-    yield gui
-    gui.end("quit")
-
-
 def _answers(gui: Piped) -> list[str]:
     return [line for line in gui.seen if line.startswith(("bestmove", "checkmate"))]
 
 
 def _ready_at_once(gui: Piped) -> None:
     gui.send("isready")
-    assert gui.wait(_is("readyok"), timeout=30)[1] < REPLY_S
+    assert gui.wait(is_line("readyok"), timeout=30)[1] < REPLY_S
 
 
 def _quit_at_once(gui: Piped) -> None:
@@ -56,11 +47,11 @@ def test_a_ponderhit_in_a_search_only_stop_ends_then_position(usi, position, go)
     usi.send(f"position {position}", go)
     time.sleep(0.5)
     usi.send("ponderhit")
-    note, _ = usi.wait(_is("info string ponderhit:"), timeout=30)
+    note, _ = usi.wait(is_line("info string ponderhit:"), timeout=30)
     assert "until stop" in note
     usi.send("position startpos")
     answer = "checkmate" if "mate" in go else "bestmove"
-    assert usi.wait(_is(answer), timeout=30)[1] < REPLY_S
+    assert usi.wait(is_line(answer), timeout=30)[1] < REPLY_S
     _ready_at_once(usi)
     usi.send("stop")  # nothing runs: no second answer
     _ready_at_once(usi)
@@ -76,10 +67,10 @@ def test_a_command_mid_search_ends_it_first(usi, go, command):
     usi.send("position startpos", go)
     time.sleep(0.5)
     usi.send(command)
-    assert usi.wait(_is("bestmove"), timeout=30)[1] < REPLY_S
+    assert usi.wait(is_line("bestmove"), timeout=30)[1] < REPLY_S
     _ready_at_once(usi)
     if command.startswith("go") and len(_answers(usi)) < 2:  # the new search's own answer, unless already in
-        usi.wait(_is("bestmove"), timeout=30)
+        usi.wait(is_line("bestmove"), timeout=30)
     usi.send("stop")
     _ready_at_once(usi)
     _quit_at_once(usi)
@@ -92,9 +83,9 @@ def test_ponderhit_with_a_clock_still_times_the_search(usi):
     _ready_at_once(usi)
     assert not _answers(usi)
     usi.send("ponderhit")
-    assert usi.wait(_is("bestmove"), timeout=30)[1] < 1.0 + 0.5  # timed from the hit: byoyomi less its margin
+    assert usi.wait(is_line("bestmove"), timeout=30)[1] < 1.0 + 0.5  # timed from the hit: byoyomi less its margin
     usi.send("ponderhit")  # no ponder search now: said, and nothing else
-    assert "no ponder search" in usi.wait(_is("info string ponderhit:"), timeout=30)[0]
+    assert "no ponder search" in usi.wait(is_line("info string ponderhit:"), timeout=30)[0]
     _quit_at_once(usi)
     assert len(_answers(usi)) == 1
 
@@ -113,10 +104,10 @@ def test_an_illegal_position_is_refused_in_one_line_and_the_last_one_stays(usi):
     for bad in ("sfen 9/9/9/9/4k4/4K4/9/9/9 b - 1", f"sfen {START_BOARD} b - 2147483647",
                 "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1"):
         usi.send(f"position {bad}")
-        line, _ = usi.wait(_is("info string error:"), timeout=30)
+        line, _ = usi.wait(is_line("info string error:"), timeout=30)
         assert "the position stays as it was" in line
     usi.send("go nodes 20")
-    move = usi.wait(_is("bestmove"), timeout=30)[0].split()[1]
+    move = usi.wait(is_line("bestmove"), timeout=30)[0].split()[1]
     board = cshogi.Board()
     board.push_usi("7g7f")
     assert board.is_legal(board.move_from_usi(move))  # White's reply to 7g7f
@@ -142,12 +133,12 @@ def test_an_option_at_the_end_of_its_range_keeps_the_byoyomi(usi, option):
     With this test's small network only BatchSize overran before (2.1 s); the guard's overrun needs a position
     slow for df-pn (test_faults_engine's mate guard test) and the threads' a real network (test_layout)."""
     usi.send(f"setoption name {option}", "isready")
-    usi.wait(_is("readyok"), timeout=60)
+    usi.wait(is_line("readyok"), timeout=60)
     played: list[str] = []
     for _ in range(3):
         usi.send("position startpos" + (" moves " + " ".join(played) if played else ""),
                  "go btime 0 wtime 0 byoyomi 1000")
-        line, took = usi.wait(_is("bestmove"), timeout=60)
+        line, took = usi.wait(is_line("bestmove"), timeout=60)
         assert took < 1.0 + 0.5, (option, took)  # the byoyomi, with slack for a loaded machine
         played.append(line.split()[1])
 

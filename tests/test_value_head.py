@@ -12,6 +12,7 @@ import math
 
 import pytest
 import torch
+from conftest import TINY_MODEL
 
 from dlzero.config import config_from_dict
 from dlzero.model import PolicyValueNet
@@ -19,7 +20,7 @@ from dlzero.train.buffer import TrainingBatch
 from dlzero.train.trainer import Trainer, value_loss
 
 CFG = config_from_dict({
-    "model": {"blocks": 1, "channels": 16, "value_channels": 2, "value_fc": 16},
+    "model": TINY_MODEL,
     "train": {"batch_size": 8, "lr": 0.01, "weight_decay": 0.0, "grad_clip": 0.0, "ema": False, "device": "cpu"},
 })
 

@@ -41,9 +41,11 @@ DEFAULT_PLY_EDGES = (30, 60, 90, 120)  # buckets 0-29, 30-59, 60-89, 90-119, 120
 LOG_FLOOR = -100.0  # torch's binary_cross_entropy clamps log(p) here: a proven mate (+-30000 cp) is p = 1 in float32
 
 
-def held_out(hcpe: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, np.ndarray, HoldoutReport]:
+def held_out(hcpe: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, np.ndarray, HoldoutReport,
+                                                                   PositionBuffer]:
     """The positions a supervised run on `hcpe` with these settings held out, the key of each one's game
-    (train.holdout), and what they are.
+    (train.holdout), what they are, and the positions it trained on (none without `hcpe`: `training_sample`
+    scores a sample of them beside the hold-out).
 
     With `train.val_files` and no training files, every position of the validation files is scored (nothing
     is known to have trained on them); with both, those that are also training positions are left out, as
@@ -52,14 +54,23 @@ def held_out(hcpe: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBu
         raise ConfigError("nothing to score on: give the training files (--hcpe) whose held-out games to rebuild, "
                           "or held-out files (--val)")
     if hcpe:
-        _, hold, keys, report = split_supervised_keyed(hcpe, train)
+        training, hold, keys, report = split_supervised_keyed(hcpe, train)
     else:
         hold, keys = load_val_files(train)
+        training = PositionBuffer.empty()
         games = len(np.unique(keys))
         report = HoldoutReport(", ".join(train.val_files), games, games, len(hold), 0)
     if not len(hold):
         raise DataError(", ".join(map(str, hcpe or train.val_files)), None, f"no held-out positions ({report})")
-    return hold, keys, report
+    return hold, keys, report, training
+
+
+def training_sample(training: PositionBuffer, n: int, seed: int = 0) -> PositionBuffer:
+    """`n` training positions (all of them if fewer) drawn without replacement, in their order: scored beside
+    a hold-out of `n` positions (`dlzero score --train-sample`), a large gap between the two figures is
+    memorisation."""
+    pick = np.random.default_rng(seed).choice(len(training), min(len(training), n), replace=False)
+    return training.subset(np.sort(pick))
 
 
 def score_model(path: str | Path, hold: PositionBuffer, batch_size: int, device: torch.device) -> dict[str, float]:
@@ -70,18 +81,23 @@ def score_model(path: str | Path, hold: PositionBuffer, batch_size: int, device:
 
 
 def held_out_with_teacher(hcpe: Sequence[str | Path], train: TrainConfig) -> tuple[PositionBuffer, np.ndarray,
-                                                                                      np.ndarray, HoldoutReport]:
+                                                                                      np.ndarray, HoldoutReport,
+                                                                                      PositionBuffer]:
     """`held_out`'s positions (their value target blended by `train.val_lambda`, as training had it), the
     teacher's win rate sigmoid(eval / 756) of each (NaN where the position has no value target), their games'
-    keys and the report.
+    keys, the report and the training positions (blended alike).
 
     The hold-out is loaded once at val_lambda 1, where the value target is the teacher's win rate alone, and
     the blend is made from it: the split does not depend on val_lambda."""
-    hold, keys, report = held_out(hcpe, dataclasses.replace(train, val_lambda=1.0))
-    teacher = hold.value
-    lam = train.val_lambda
-    blended = ((1.0 - lam) * hold.result.astype(np.float64) + lam * teacher.astype(np.float64)).astype(np.float32)
-    return hold.with_value(blended), teacher, keys, report
+    hold, keys, report, training = held_out(hcpe, dataclasses.replace(train, val_lambda=1.0))
+    return _blended(hold, train.val_lambda), hold.value, keys, report, _blended(training, train.val_lambda)
+
+
+def _blended(buf: PositionBuffer, lam: float) -> PositionBuffer:
+    """`buf`, loaded with the teacher's win rate as its value target, with the target training had: the result
+    blended with that win rate by `lam` (train.val_lambda)."""
+    teacher = buf.value.astype(np.float64)
+    return buf.with_value(((1.0 - lam) * buf.result.astype(np.float64) + lam * teacher).astype(np.float32))
 
 
 @torch.no_grad()

@@ -4,6 +4,7 @@
     dlzero score default A.pt --hcpe t1.hcpe3 --csv s.csv    the shipped default network beside A.pt
     dlzero score A.pt --val test.hcpe3                       every position of test.hcpe3
     dlzero score default A.pt --val t.hcpe3 --value-diagnosis   and where the value loss is (below)
+    dlzero score A.pt --hcpe teacher.hcpe3 --val unseen.hcpe3 --train-sample   unseen games beside trained ones
 
 A training run prints its model's held-out figures once, on the games it held out of its own files; a model
 trained on more files was scored on a larger hold-out, and its figures no longer compare with its parent's.
@@ -13,6 +14,11 @@ policy loss and top-1 agreement with the recorded (teacher's) move; value loss a
 the game's result; value_loss_target against the training target (the result blended with the teacher's
 eval). Models are `.pt` files or shipped networks (a name, or `default`: their `.pt` weights; an ONNX or
 int8 file's agreement with its weights is the int8 gate's business, `dlzero export --int8`).
+
+`--train-sample` also scores each model on as many of the training positions (of `--hcpe`, drawn with a fixed
+seed) as the hold-out holds, a row per model and set (`held out`, `training sample`): a large gap between the
+two is memorisation. With `--val` files of games played apart (another teacher seed), positions of them that are
+also training positions (shared opening lines, the start position) are left out of the hold-out and counted.
 
 `--value-diagnosis` adds a table of the value loss (the trainer's BCE, on the positions with a value target)
 by ply bucket (`--ply-buckets`, default 30,60,90,120: plies 0-29, ..., 120+): the teacher's own value (the eval
@@ -53,6 +59,9 @@ def register(sub) -> None:
     p.add_argument("--val", action="append", metavar="FILE",
                    help="hcpe3/hcpe file to score on instead (repeatable, or a comma list; train.val_files)")
     p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
+    p.add_argument("--train-sample", action="store_true",
+                   help="also score on a sample of the training positions (--hcpe) as large as the hold-out: the "
+                        "gap between the two is memorisation")
     p.add_argument("--value-diagnosis", action="store_true",
                    help="also the value loss by ply: the teacher's own against the results, each model's against "
                         "the results and against the teacher's win rate (see above)")
@@ -92,6 +101,16 @@ def _csv_text(rows: list[dict]) -> str:
     return out.getvalue()
 
 
+def _table(rows: list[dict], figures: tuple[str, ...]) -> str:
+    """The score rows as the printed table: a line per model (and set, with --train-sample)."""
+    columns = [c for c in ("model", "set") if c in rows[0]]
+    widths = {c: max(len(r[c]) for r in rows) for c in columns}
+    lines = ["  ".join(f"{c:<{widths[c]}}" for c in columns) + "  " + "  ".join(f"{k:>17}" for k in figures)]
+    lines += ["  ".join(f"{r[c]:<{widths[c]}}" for c in columns) + "  " + "  ".join(f"{r[k]:>17.4f}" for k in figures)
+              for r in rows]
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from dlzero.data.atomic import atomic_write_text
     from dlzero.errors import ConfigError
@@ -104,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         held_out_with_teacher,
         parse_ply_edges,
         score_model,
+        training_sample,
         value_diagnosis,
         value_logits,
     )
@@ -112,25 +132,30 @@ def run(args: argparse.Namespace) -> int:
         args.val = ",".join(args.val)
     if (args.ply_buckets or args.diagnosis_csv) and not args.value_diagnosis:
         raise ConfigError("--ply-buckets and --diagnosis-csv go with --value-diagnosis")
+    if args.train_sample and not args.hcpe:
+        raise ConfigError("--train-sample needs the training files (--hcpe) to sample")
     edges = parse_ply_edges(args.ply_buckets) if args.ply_buckets else DEFAULT_PLY_EDGES
     cfg = config_from_args(args, FLAG_KEYS)
     models = [model_file(spec, cfg) for spec in args.models]  # every name checked before the data loads
     if args.value_diagnosis:
-        hold, teacher, games, report = held_out_with_teacher(args.hcpe, cfg.train)
+        hold, teacher, games, report, training = held_out_with_teacher(args.hcpe, cfg.train)
     else:
-        hold, _, report = held_out(args.hcpe, cfg.train)
+        hold, _, report, training = held_out(args.hcpe, cfg.train)
     print(report, file=sys.stderr)
+    # without --train-sample the rows (and the CSV) name no set: there is only the hold-out
+    sets = {"held out": hold, "training sample": training_sample(training, len(hold))} if args.train_sample \
+        else {"": hold}
     set_threads(cfg.train.threads)
     device = train_device(cfg.train.device, DistInfo())
     rows = []
     for label, path in models:
-        figures = score_model(path, hold, cfg.train.batch_size, device)
-        rows.append({"model": label, "positions": len(hold), **{k: figures[k] for k in FIGURES}})
-        print(f"{label}: " + ", ".join(f"{k} {figures[k]:.4f}" for k in FIGURES), file=sys.stderr)
-    width = max(len(r["model"]) for r in rows)
-    print(f"{'model':<{width}}  " + "  ".join(f"{k:>17}" for k in FIGURES))
-    for r in rows:
-        print(f"{r['model']:<{width}}  " + "  ".join(f"{r[k]:>17.4f}" for k in FIGURES))
+        for name, positions in sets.items():
+            figures = score_model(path, positions, cfg.train.batch_size, device)
+            named = {"set": name} if name else {}
+            rows.append({"model": label, **named, "positions": len(positions), **{k: figures[k] for k in FIGURES}})
+            print(f"{label}{f' ({name})' if name else ''}: " + ", ".join(f"{k} {figures[k]:.4f}" for k in FIGURES),
+                  file=sys.stderr)
+    print(_table(rows, FIGURES))
     if args.csv:
         atomic_write_text(args.csv, _csv_text(rows))
     if args.value_diagnosis:
