@@ -143,12 +143,14 @@ def short(name: str) -> str:
 
 
 def measure(session: Session, levels: Sequence[int], byoyomi: int, phases: Sequence[int], start_rung: str,
-            spans: Sequence[int] = ()) -> None:
+            spans: Sequence[int] = (), dear_level: int = 20, dear_games: int = 4) -> None:
     """Phase one places every level among the rungs, then plays every level against the level below (rungs
     first: if the deadline comes, each level has its place on the ladder); later phases play the `spans`
     levels against each other (each against the one before it in the list: neighbours differ by less than a
     few games can show, levels several apart by a margin they can), then top up every pairing of phase one,
-    the level-below pairings first, to their number of games."""
+    the level-below pairings first, to their number of games. The neighbours of levels from `dear_level` up
+    (a game of 4,096 + 2,702 playouts a move takes minutes) get `dear_games` in phase one, after the spans
+    below them."""
     rung = RUNGS.index(start_rung)
     planned: list[tuple[str, str]] = []
     first = phases[0]
@@ -165,9 +167,16 @@ def measure(session: Session, levels: Sequence[int], byoyomi: int, phases: Seque
     chain = [(level_player(level, byoyomi), level_player(level - 1, byoyomi)) for level in levels
              if level - 1 in levels]
     for me, opponent in chain:
-        session.top_up(me, opponent, first)
+        if player_level(me) < dear_level:
+            session.top_up(me, opponent, first)
     wide = [(level_player(hi, byoyomi), level_player(lo, byoyomi))
             for lo, hi in zip(spans[:-1], spans[1:], strict=True)]
+    for me, opponent in wide:  # before the dear levels' neighbours: a cheap, wide margin first
+        if player_level(me) < dear_level:
+            session.top_up(me, opponent, phases[1] if len(phases) > 1 else first)
+    for me, opponent in chain:
+        if player_level(me) >= dear_level:
+            session.top_up(me, opponent, dear_games)
     for games in phases[1:]:
         for me, opponent in wide + chain + planned:
             session.top_up(me, opponent, games)
@@ -397,6 +406,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--phases", default="6,12,20", help="games per pairing after each phase")
     parser.add_argument("--start-rung", default="alphabeta:100", choices=RUNGS, help="the first level's rung")
     parser.add_argument("--spans", help="levels played against each other from phase two, e.g. 1,7,13,19")
+    parser.add_argument("--dear-level", type=int, default=20,
+                        help="from this level up, phase one plays --dear-games against the level below, last")
+    parser.add_argument("--dear-games", type=int, default=4, help="see --dear-level")
     parser.add_argument("--parallel", type=int, default=2, help="games played at once")
     parser.add_argument("--tolerance", type=int, help="ms past the byoyomi before a move loses on time")
     parser.add_argument("--deadline", help="UTC HH:MM after which no new game starts")
@@ -419,7 +431,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.report_only:
         try:
             measure(session, parse_levels(args.levels), args.byoyomi, [int(x) for x in args.phases.split(",")],
-                    args.start_rung, parse_levels(args.spans) if args.spans else [])
+                    args.start_rung, parse_levels(args.spans) if args.spans else [], args.dear_level,
+                    args.dear_games)
         except Deadline:
             print(f"deadline {args.deadline} UTC reached: no new games", flush=True)
     batches = load_batches(session.rd)[0]
