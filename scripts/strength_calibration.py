@@ -145,12 +145,12 @@ def short(name: str) -> str:
 def measure(session: Session, levels: Sequence[int], byoyomi: int, phases: Sequence[int], start_rung: str,
             spans: Sequence[int] = (), dear_level: int = 20, dear_games: int = 4) -> None:
     """Phase one places every level among the rungs, then plays every level against the level below (rungs
-    first: if the deadline comes, each level has its place on the ladder); later phases play the `spans`
-    levels against each other (each against the one before it in the list: neighbours differ by less than a
-    few games can show, levels several apart by a margin they can), then top up every pairing of phase one,
+    first: if the deadline comes, each level has its place on the ladder), then the `spans` levels against
+    each other (each against the one before it in the list: neighbours differ by less than a few games can
+    show, levels several apart by a margin they can); later phases top up every pairing of phase one,
     the level-below pairings first, to their number of games. The neighbours of levels from `dear_level` up
-    (a game of 4,096 + 2,702 playouts a move takes minutes) get `dear_games` in phase one, after the spans
-    below them."""
+    (a game of 4,096 + 2,702 playouts a move takes minutes) get `dear_games` in phase one, and the spans
+    below `dear_level` come after every level has met the one below it."""
     rung = RUNGS.index(start_rung)
     planned: list[tuple[str, str]] = []
     first = phases[0]
@@ -171,12 +171,12 @@ def measure(session: Session, levels: Sequence[int], byoyomi: int, phases: Seque
             session.top_up(me, opponent, first)
     wide = [(level_player(hi, byoyomi), level_player(lo, byoyomi))
             for lo, hi in zip(spans[:-1], spans[1:], strict=True)]
-    for me, opponent in wide:  # before the dear levels' neighbours: a cheap, wide margin first
-        if player_level(me) < dear_level:
-            session.top_up(me, opponent, phases[1] if len(phases) > 1 else first)
     for me, opponent in chain:
         if player_level(me) >= dear_level:
             session.top_up(me, opponent, dear_games)
+    for me, opponent in wide:  # the cheap ones: a wide margin where neighbours are too close to tell apart
+        if player_level(me) < dear_level:
+            session.top_up(me, opponent, phases[1] if len(phases) > 1 else first)
     for games in phases[1:]:
         for me, opponent in wide + chain + planned:
             session.top_up(me, opponent, games)
