@@ -1,7 +1,10 @@
 """Calibrate the USI `Strength` levels 1-19 on the ladder (not a test; issue 53's measurement).
 
-    nice -n 10 python scripts/strength_calibration.py --work runs/strength --deadline 10:35 \
+    nice -n 5 python scripts/strength_calibration.py --work runs/strength --deadline 10:33 \
+        --spans 1,7,13,19 --dear-level 17 --dear-games 4
+    python scripts/strength_calibration.py --work runs/strength --report-only --markdown \
         --csv docs/benchmarks/strength-levels.csv --games-tar docs/benchmarks/games/strength-levels.tar.xz
+    python scripts/strength_calibration.py --check-cap 19     # 4096 playouts in far less than 5,000 ms?
 
 Why playouts and not the clock: levels 1-19 stop at their playout cap (`level_playouts`: 2 at level 1, 4,096 at
 19), so a level plays the same moves on a loaded machine as on an idle one as long as its byoyomi is generous
