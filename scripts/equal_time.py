@@ -41,7 +41,7 @@ from dlzero.commands.match import usi_player  # noqa: E402
 from dlzero.config import load_config  # noqa: E402
 from dlzero.cpu import cpu_flags  # noqa: E402
 from dlzero.gating.elo_fit import score_interval  # noqa: E402
-from dlzero.gating.rating import load_batches, rate  # noqa: E402
+from dlzero.gating.rating import load_batches, pair_tally, rate  # noqa: E402
 from dlzero.gating.sprt import truncated_verdict  # noqa: E402
 from dlzero.networks import default_network, find_network, load_networks  # noqa: E402
 from dlzero.player_names import parse_anchor  # noqa: E402
@@ -53,22 +53,7 @@ COLUMNS = ["network", "opponent", "time_control", "wins", "draws", "losses"]
 def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int, int, int]:
     """`me`'s wins, draws and losses against `opponent` over every stored game, and the games lost on time
     by `me` and by `opponent`."""
-    w = d = lo = my_flags = their_flags = 0
-    for _, batch in load_batches(rd)[0]:
-        if set(batch.players) != {me, opponent}:
-            continue
-        for g in batch.games:
-            side = "black" if g["black"] == me else "white"
-            if g.get("winner") is None:
-                d += 1
-            elif g["winner"] == side:
-                w += 1
-            else:
-                lo += 1
-            if g.get("reason") == "time":
-                my_flags += g.get("winner") != side
-                their_flags += g.get("winner") == side
-    return w, d, lo, my_flags, their_flags
+    return pair_tally(load_batches(rd)[0], me, opponent)
 
 
 def write_rows(path: Path, network: str, rows: list[dict]) -> None:

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from dlzero.commands.common import resolve_config_path  # noqa: E402
 from dlzero.config import Config, load_config  # noqa: E402
 from dlzero.engine.strength import level_playouts, level_temperature  # noqa: E402
-from dlzero.gating.rating import load_batches, rate  # noqa: E402
+from dlzero.gating.rating import load_batches, pair_tally, rate  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
 # load-independent rungs, weakest first (ladder.md's Elo where it has one): the alpha-beta anchors, then
@@ -90,19 +90,7 @@ def player_level(name: str) -> int | None:
 
 def tally(batches: Iterable, me: str, opponent: str) -> tuple[int, int, int]:
     """`me`'s wins, draws and losses against `opponent` over `batches` (load_batches' pairs)."""
-    w = d = lo = 0
-    for _, batch in batches:
-        if set(batch.players) != {me, opponent}:
-            continue
-        for g in batch.games:
-            side = "black" if g["black"] == me else "white"
-            if g.get("winner") is None:
-                d += 1
-            elif g["winner"] == side:
-                w += 1
-            else:
-                lo += 1
-    return w, d, lo
+    return pair_tally(batches, me, opponent)[:3]
 
 
 class Deadline(Exception):

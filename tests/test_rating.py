@@ -17,8 +17,10 @@ from dlzero.errors import ConfigError
 from dlzero.gating.elo_fit import GameResult, fit_connected
 from dlzero.gating.match import play_match
 from dlzero.gating.rating import (
+    RatingBatch,
     fit_run,
     load_batches,
+    pair_tally,
     plan_pairings,
     promoted_generations,
     rate,
@@ -299,3 +301,14 @@ def test_a_batch_of_two_long_usi_names_gets_a_file_name_the_disk_takes(run):
         atomic_write_text(p, "{}")  # the temporary name beside it fits too
         assert p.read_text() == "{}"
     assert _batch_path(rd, "random", "alphabeta:100", {"playouts": 1}, 0).name.startswith("random--alphabeta-100--")
+
+
+def test_pair_tally_counts_one_pairing_from_either_side_with_its_time_losses():
+    games = [{"black": "a", "winner": "black"}, {"black": "b", "winner": "black", "reason": "time"},
+             {"black": "a", "winner": None}, {"black": "b", "winner": "white", "reason": "time"}]
+    batches = [(None, RatingBatch(("a", "b"), {}, games)),
+               (None, RatingBatch(("a", "c"), {}, [{"black": "a", "winner": "black"}]))]  # another pairing
+    # a: won as black, lost as white (b won black, on time), drew, won as white (b lost on time)
+    assert pair_tally(batches, "a", "b") == (2, 1, 1, 1, 1)
+    assert pair_tally(batches, "b", "a") == (1, 1, 2, 1, 1)
+    assert pair_tally(batches, "a", "d") == (0, 0, 0, 0, 0)

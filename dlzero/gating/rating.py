@@ -122,6 +122,28 @@ def _check_batch(data: Any) -> RatingBatch:
     return RatingBatch((players[0], players[1]), settings, games)
 
 
+def pair_tally(batches: Iterable[tuple[Path, RatingBatch]], me: str, opponent: str) -> tuple[int, int, int, int, int]:
+    """`me`'s wins, draws and losses against `opponent` over `batches` (`load_batches`' pairs; other pairings are
+    skipped), and the games lost on time by `me` and by `opponent`: the one count every report of a pairing uses."""
+    wins = draws = losses = my_flags = their_flags = 0
+    for _, batch in batches:
+        if set(batch.players) != {me, opponent}:
+            continue
+        for game in batch.games:
+            side = "black" if game["black"] == me else "white"
+            winner = game.get("winner")
+            if winner is None:
+                draws += 1
+            elif winner == side:
+                wins += 1
+            else:
+                losses += 1
+            if game.get("reason") == "time" and winner is not None:
+                my_flags += winner != side
+                their_flags += winner == side
+    return wins, draws, losses, my_flags, their_flags
+
+
 def load_batches(rd: RunDir) -> tuple[list[tuple[Path, RatingBatch]], list[str]]:
     """Every readable batch file of the run (sorted by name) and one problem line per unreadable one."""
     return load_batch_folder(rd.rating_dir)
