@@ -80,3 +80,14 @@ def tmpfs_ok(tmp_path_factory) -> None:
     why = namespaces_work(tmp_path_factory.mktemp("probe") / "mnt")
     if why:
         pytest.skip(f"needs a private tmpfs: {why}")
+
+
+@pytest.fixture()
+def none_shipped(tmp_path, monkeypatch) -> Path:
+    """A networks folder with no network in it (DLZERO_NETWORKS pointed at it): what a user has with none."""
+    from dlzero.networks import ENV_DIR
+
+    folder = tmp_path / "no-networks"
+    folder.mkdir()
+    monkeypatch.setenv(ENV_DIR, str(folder))
+    return folder

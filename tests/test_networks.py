@@ -90,14 +90,6 @@ def shipped(made, tmp_path, monkeypatch) -> Path:
     return folder
 
 
-@pytest.fixture()
-def none_shipped(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "no-networks"
-    folder.mkdir()
-    monkeypatch.setenv(ENV_DIR, str(folder))
-    return folder
-
-
 def test_a_manifest_loads_into_typed_fields(shipped):
     net = load_manifest(shipped / f"{NAME}.json")
     assert (net.name, net.date.isoformat(), net.default, net.arch) == (NAME, "2026-12-10", True, "1x16")

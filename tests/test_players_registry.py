@@ -59,15 +59,6 @@ def shipped(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-@pytest.fixture()
-def none_shipped_dir(tmp_path, monkeypatch) -> Path:
-    """A networks folder with no network in it."""
-    folder = tmp_path / "no-networks"
-    folder.mkdir()
-    monkeypatch.setenv(ENV_DIR, str(folder))
-    return folder
-
-
 TORCH = ["inference.backend=torch", "inference.threads=1"]
 
 
@@ -156,7 +147,7 @@ def test_each_kind_builds_its_player(run, model, shipped):
     assert engines[1].name == "py" and engines[1].go == cfg.rate.engine_go
 
 
-def test_a_generation_needs_its_run_and_a_model_name_needs_a_model(none_shipped_dir):
+def test_a_generation_needs_its_run_and_a_model_name_needs_a_model(none_shipped):
     with pytest.raises(RunDirError, match="no run is given here"):
         build_player("gen-0000", PlayContext(Config()))
     with pytest.raises(NetworkError, match="'default' names the default network, but none is in"):
