@@ -91,3 +91,16 @@ def none_shipped(tmp_path, monkeypatch) -> Path:
     folder.mkdir()
     monkeypatch.setenv(ENV_DIR, str(folder))
     return folder
+
+
+def opening_key(game) -> str:
+    """The position a match game left its opening in (its start, then its `opening_plies` moves), as
+    `dlzero.play.openings.position_key` names it: tests that check a match's openings compare these."""
+    import cshogi
+
+    from dlzero.play.openings import position_key
+
+    board = cshogi.Board(game.start_sfen)
+    for move in game.moves[: game.opening_plies]:
+        board.push(move)
+    return position_key(board)

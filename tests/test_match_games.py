@@ -6,6 +6,7 @@ from __future__ import annotations
 import cshogi
 import cshogi.CSA
 import pytest
+from conftest import opening_key
 
 import dlzero.gating.match as match_mod
 from dlzero.config import Config, ModelConfig
@@ -17,7 +18,7 @@ from dlzero.gating.sprt import pair_llr
 from dlzero.inference import NullEvaluator, load_model
 from dlzero.model import ModelMetadata, new_model, save_model
 from dlzero.play import play_rules
-from dlzero.play.openings import load_openings, position_key
+from dlzero.play.openings import load_openings
 from dlzero.position import parse_position
 from dlzero.search import Search
 
@@ -106,10 +107,7 @@ def test_48_games_between_two_random_tiny_models_are_48_distinct_games(tmp_path)
     # 24 start positions, none a transposition of another, each played once with each colour
     starts: dict[str, set[bool]] = {}
     for g in result.games:
-        board = cshogi.Board(g.start_sfen)
-        for move in g.moves[: g.opening_plies]:
-            board.push(move)
-        starts.setdefault(position_key(board), set()).add(g.a_is_black)
+        starts.setdefault(opening_key(g), set()).add(g.a_is_black)
     assert len(starts) == 24 and all(colours == {True, False} for colours in starts.values())
     # pair scores add up to the games' score
     assert sum(k / 2 * n for k, n in enumerate(result.pairs)) == pytest.approx(result.wins + result.draws / 2)
@@ -120,10 +118,7 @@ def test_more_pairs_than_openings_vary_the_openings():
     result = play_match("random", "random", 12, cfg, openings=["startpos moves 7g7f 3c3d"], seed=5)
     keys = set()
     for g in result.games:
-        board = cshogi.Board(g.start_sfen)
-        for move in g.moves[: g.opening_plies]:
-            board.push(move)
-        keys.add(position_key(board))
+        keys.add(opening_key(g))
         assert g.moves[:2] == list(parse_position("startpos moves 7g7f 3c3d").history)
     assert len(keys) == 6
     assert {g.opening_plies for g in result.games if g.index >= 2} == {2 + cfg.gate.variation_plies}

@@ -7,9 +7,8 @@ import csv
 import json
 import os
 
-import cshogi
 import pytest
-from conftest import TINY_MODEL
+from conftest import TINY_MODEL, opening_key
 
 import dlzero.gating.promotion as promotion
 from dlzero.commands import gate, match
@@ -18,7 +17,6 @@ from dlzero.errors import RunDirError
 from dlzero.gating.match import MatchResult
 from dlzero.gating.promotion import gate_and_promote
 from dlzero.model import ModelMetadata, new_model, save_model
-from dlzero.play.openings import position_key
 from dlzero.rundir import RunDir
 
 
@@ -168,13 +166,7 @@ def test_successive_gates_play_different_openings(run, monkeypatch):
 
     def spy(*args, **kwargs):
         result = real(*args, **kwargs)
-        keys = set()
-        for g in result.games:
-            board = cshogi.Board(g.start_sfen)
-            for move in g.moves[: g.opening_plies]:
-                board.push(move)
-            keys.add(position_key(board))
-        starts[len(starts)] = keys
+        starts[len(starts)] = {opening_key(g) for g in result.games}
         return result
 
     monkeypatch.setattr(promotion, "play_match", spy)
