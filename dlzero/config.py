@@ -534,7 +534,8 @@ class ServerConfig:
 class UsiConfig:
     """USI engine defaults (each is also a `setoption`)."""
 
-    byoyomi_margin_ms: int = _field(300, _non_negative)
+    byoyomi_margin_ms: int = _field(100, _non_negative, "ms before the byoyomi deadline a move is sent "
+                                    "(docs/usi-options.md, 'The margins, measured')")
     time_margin_ms: int = _field(1000, _non_negative)
     resign_threshold: float = _field(0.01, _unit)
     pv_interval_ms: int = _field(500, _non_negative)

@@ -13,13 +13,19 @@ by `dlzero.teacher.spec` from the same parse). The spellings (`FORMS`):
     gpsshogi:depth=D[:byoyomi=MS]             GPS Shogi to LimitDepth D
     fairy-stockfish:skill=S:byoyomi=MS        Fairy-Stockfish's shogi at Skill Level S (or :nodes=N)
     usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS  any USI engine (or nodes=N, depth=N)
+    ...:byoyomi=MS:tolerance=MS               an engine with its own clock tolerance (see below)
     NAME=COMMAND                              an outside USI engine called NAME (`rate.engines`)
     default, network:NAME, NAME               a shipped network (dlzero.networks)
     FILE.pt, FILE.onnx, RUN_DIRECTORY         a model file, a run's best generation
 
 Ratings files and CSVs key on the name, so a player has one spelling: `canonical()` writes it back and
 `parse_player` refuses any other (a teacher spec, which nothing keys on, is read leniently by
-`parse_teacher`). This module sits at the config layer, without torch or cshogi, because the config checks
+`parse_teacher`). An engine with a byoyomi loses a move that arrives later than the byoyomi plus the
+match's tolerance (`rate.clock_tolerance_ms`); `tolerance=MS` after the byoyomi gives that engine its own,
+for an engine that cannot keep the clock (GPS Shogi counts whole seconds and answers a 1 s byoyomi after
+1.0-1.5 s). It is part of the name, since the time an engine may take is part of its strength.
+
+This module sits at the config layer, without torch or cshogi, because the config checks
 every `rate.anchors` entry when it is loaded.
 """
 
@@ -37,9 +43,9 @@ FORMS = {
     "alphabeta": "alphabeta:N",
     "gen": "gen-NNNN",
     "miniosl": "miniosl:sample=N[:model=/ABSOLUTE/PATH.onnx]",
-    "gpsshogi": "gpsshogi:depth=D[:byoyomi=MS]",
-    "fairy-stockfish": "fairy-stockfish:skill=S:byoyomi=MS (or :nodes=N)",
-    "usi": "usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS (or nodes=N, depth=N)",
+    "gpsshogi": "gpsshogi:depth=D[:byoyomi=MS[:tolerance=MS]]",
+    "fairy-stockfish": "fairy-stockfish:skill=S:byoyomi=MS[:tolerance=MS] (or :nodes=N)",
+    "usi": "usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS[;tolerance=MS] (or nodes=N, depth=N)",
     "engine": "NAME=COMMAND",
     "default": "default",
     "network": "network:NAME (or NAME)",
@@ -57,7 +63,8 @@ MINIOSL_TEACHER_KEYS = {"model": str, "batch": int, "threads": int, "temperature
 
 _LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
 # per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
-_ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi"), "fairy-stockfish": ("skill", "byoyomi", "nodes"), "usi": _LIMITS}
+_ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi", "tolerance"),
+                "fairy-stockfish": ("skill", "byoyomi", "nodes", "tolerance"), "usi": (*_LIMITS, "tolerance")}
 _GENERATION = re.compile(r"gen-(\d{4,})")
 _ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # NAME of NAME=COMMAND
 _NETWORK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # as dlzero.networks' manifests allow
@@ -302,6 +309,9 @@ def _engine(name: str, kind: str, rest: str) -> PlayerName:
     bad = [k for k in limits if numbers[k] < 1]
     if bad:
         raise ValueError(f"'{name}': {bad[0]} must be >= 1")
+    if "tolerance" in numbers and ("byoyomi" not in numbers or numbers["tolerance"] < 0):
+        raise ValueError(f"'{name}': tolerance=MS is the time past its byoyomi before a move loses on time: it "
+                         "needs byoyomi=MS and a whole number >= 0")
     if kind == "gpsshogi" and not 4 <= numbers.get("depth", 0) <= 10:
         raise ValueError(f"'{name}': gpsshogi needs depth=D with D from 4 to 10 (its LimitDepth)")
     if kind == "fairy-stockfish":

@@ -119,7 +119,7 @@ def _pids(path: Path) -> list[int]:
     ("stockfish", "is not an anchor (one of: random, alphabeta:N"),
     ("gpsshogi", "is not an anchor"),
     ("gpsshogi:depth=3", "depth=D with D from 4 to 10"),
-    ("gpsshogi:depth=4:skill=1", "gpsshogi takes depth, byoyomi, not 'skill'"),
+    ("gpsshogi:depth=4:skill=1", "gpsshogi takes depth, byoyomi, tolerance, not 'skill'"),
     ("fairy-stockfish:skill=0", "exactly one of byoyomi=MS and nodes=N"),
     ("fairy-stockfish:skill=0:byoyomi=100:nodes=5", "exactly one of byoyomi=MS and nodes=N"),
     ("fairy-stockfish:skill=21:nodes=5", "skill=S with S from -20 to 20"),

@@ -71,6 +71,7 @@ def test_every_spelling_parses_to_its_kind_and_back(run, model):
         "miniosl:sample=0:model=/nets/eval.onnx": "miniosl",
         "gpsshogi:depth=4": "gpsshogi",
         "gpsshogi:depth=6:byoyomi=2000": "gpsshogi",
+        "gpsshogi:depth=10:byoyomi=1000:tolerance=1000": "gpsshogi",
         "fairy-stockfish:skill=-10:byoyomi=100": "fairy-stockfish",
         "fairy-stockfish:skill=3:nodes=800": "fairy-stockfish",
         "usi:/opt/yane/run --eval x:y;Threads=1;byoyomi=1000": "usi",
@@ -113,6 +114,8 @@ def test_a_teacher_spec_names_the_same_engine_as_a_player():
     ("network:no such", "network:NAME takes a network's name"),
     ("random=/opt/x", "a NAME that is no other player's"),
     ("fairy-stockfish:byoyomi=100:skill=0", "write it as 'fairy-stockfish:skill=0:byoyomi=100'"),
+    ("gpsshogi:depth=4:tolerance=100", "tolerance=MS is the time past its byoyomi"),
+    ("fairy-stockfish:skill=0:byoyomi=100:tolerance=-1", "needs byoyomi=MS and a whole number >= 0"),
 ])
 def test_a_bad_name_says_what_is_wrong_in_one_line(text, message):
     with pytest.raises(ValueError) as info:
@@ -145,6 +148,17 @@ def test_each_kind_builds_its_player(run, model, shipped):
         assert isinstance(engine, UsiOpponent) and not engine.engine.running  # started on its first move
         engine.close()
     assert engines[1].name == "py" and engines[1].go == cfg.rate.engine_go
+
+
+def test_an_engine_loses_on_time_past_its_own_tolerance_or_the_matchs():
+    """The flag falls at byoyomi + the name's tolerance=MS where it gives one, else + rate.clock_tolerance_ms;
+    an engine without a byoyomi has no clock."""
+    ctx = PlayContext(load_config(None, ["rate.clock_tolerance_ms=40"]))
+    py = "usi:'" + sys.executable + "' -c pass"
+    flags = {text: build_player(text, ctx).flag_ms for text in
+             (f"{py};byoyomi=1000", f"{py};byoyomi=1000;tolerance=700", f"{py};byoyomi=300;tolerance=0",
+              f"{py};depth=3")}
+    assert list(flags.values()) == [1040, 1700, 300, None]
 
 
 def test_a_generation_needs_its_run_and_a_model_name_needs_a_model(none_shipped):

@@ -72,9 +72,13 @@ def engine_program(kind: str) -> str:
 
 
 def _clock(name: PlayerName, ctx: PlayContext) -> int | None:
-    """An engine whose name gives a byoyomi loses on time past it plus the tolerance (GPS Shogi's default cap,
-    which its name does not give, only bounds a runaway search: no clock)."""
-    return ctx.cfg.rate.clock_tolerance_ms if name.setting("byoyomi") else None
+    """An engine whose name gives a byoyomi loses on time past it plus the tolerance: its name's own
+    (`tolerance=MS`), else the match's. GPS Shogi's default cap, which its name does not give, only bounds a
+    runaway search: no clock."""
+    if not name.setting("byoyomi"):
+        return None
+    own = name.setting("tolerance")
+    return ctx.cfg.rate.clock_tolerance_ms if own is None else own
 
 
 def _random(name: PlayerName, ctx: PlayContext) -> Player:
