@@ -445,6 +445,12 @@ def test_dlzero_match_at_equal_time_plays_dlzero_as_its_usi_engine_keeps_games_a
     [line] = [x for x in out.splitlines() if x.startswith("A on the clock:")]
     assert "nodes a move" in line
     assert sorted(p.name for p in records.glob("*.csa")) == [f"game-{i:03d}.csa" for i in range(4)]
+    text = (records / "game-000.csa").read_text()  # the record says who played, how, where, and what each searched
+    assert f"'A: {model} ({Path(model).name}), played as usi:" in text and "'B: random\n" in text
+    assert "'time control: byoyomi 300 ms, Threads 1, EvalStreams 1\n" in text and " cores, cpu flags " in text
+    every = "".join(p.read_text() for p in records.glob("*.csa"))
+    timed = re.findall(r"^'dlzero: (\d+) ms(?:, (\d+) nodes)?$", every, re.M)
+    assert timed and any(nodes for _, nodes in timed)
     [row] = list(csv.DictReader(table.open()))
     assert int(row["wins"]) + int(row["draws"]) + int(row["losses"]) == 4
     assert row["time_control"] == "byoyomi 300 ms, Threads 1, EvalStreams 1" and float(row["a_searched_per_move"]) > 0

@@ -145,6 +145,30 @@ def match_player(text: str, byoyomi: int | None, cfg: Config, side: str) -> Play
     return parse_player(usi_player(text, byoyomi))
 
 
+def record_header(texts: tuple[str, str], names: list[PlayerName], control: str, cfg: Config) -> list[str]:
+    """The comment lines that open each kept game: each player as written and as played (a shipped network's
+    name beside `default`), the time control, dlzero's version and the machine (cores, CPU flags, the load
+    when the match began), so that a record says how it was played without the command line."""
+    import datetime as dt
+    import os
+
+    from dlzero.cpu import cpu_flags
+    from dlzero.engine.shipped import require_model
+    from dlzero.player_names import MODEL_KINDS, parse_player
+    from dlzero.version import __version__
+
+    lines = []
+    for side, text, name in zip("AB", texts, names, strict=True):
+        written = parse_player(text)
+        network = f" ({require_model(written, cfg).label()})" if written.kind in MODEL_KINDS else ""
+        played = f", played as {name.canonical()}" if name.canonical() != written.canonical() else ""
+        lines.append(f"{side}: {text}{network}{played}")
+    lines += [f"time control: {control}",
+              f"dlzero {__version__}; {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores, cpu "
+              f"flags {cpu_flags()}, load average {os.getloadavg()[0]:.2f} at the start"]
+    return lines
+
+
 def _close(sides: list) -> None:
     """Close the players that hold a process or a session (engines, models)."""
     for side in sides:
@@ -204,17 +228,19 @@ def run(args: argparse.Namespace) -> int:
         openings = [handicap_line(args.start)]
     else:
         openings, _ = rating_suite(cfg)
+    texts = (args.model_a, args.model_b)
+    names = [match_player(text, args.byoyomi, cfg, side) for side, text in zip("AB", texts, strict=True)]
     sides = []
     try:
-        for side, text in zip("AB", (args.model_a, args.model_b), strict=True):
-            sides.append(build_player(match_player(text, args.byoyomi, cfg, side),
-                                      PlayContext(cfg, args.seed, note=lambda line, side=side: print(
-                                          f"dlzero match: {side}: {line}", file=sys.stderr))))
+        for side, name in zip("AB", names, strict=True):
+            sides.append(build_player(name, PlayContext(cfg, args.seed, note=lambda line, side=side: print(
+                f"dlzero match: {side}: {line}", file=sys.stderr))))
     except BaseException:
         _close(sides)
         raise
     control = (f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1" if args.byoyomi is not None
                else f"{cfg.gate.playouts} playouts a move")
+    header = record_header(texts, names, control, cfg) if args.csa_dir else []
     print(f"dlzero match: A={args.model_a} vs B={args.model_b}, {control}; cpu flags: {cpu_flags()}; "
           f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     result = MatchResult()
@@ -223,8 +249,8 @@ def run(args: argparse.Namespace) -> int:
         while result.n_games < cfg.gate.max_games:
             chunk = min(args.step if bounds else cfg.gate.max_games, cfg.gate.max_games - result.n_games)
             part = play_match(sides[0], sides[1], chunk, cfg, openings=openings, seed=args.seed,
-                              record_dir=args.csa_dir, names=("A", "B"), opening_offset=result.n_games // 2,
-                              first_record=result.n_games)
+                              record_dir=args.csa_dir, names=("A", "B"), header=header,
+                              opening_offset=result.n_games // 2, first_record=result.n_games)
             for game in part.games:
                 result.add(game)
             result.pairs = [a + b for a, b in zip(result.pairs, part.pairs, strict=True)]

@@ -72,6 +72,8 @@ class MatchRecord:
     # wall ms of each move by a clocked player (an outside engine), aligned with `moves` (None: not timed),
     # and one more entry after them, the late answer, when the game was lost on time
     move_ms: list[int | None] = field(default_factory=list)
+    # what the clocked engine searched for each of its moves (`Game.move_nodes`), aligned with `moves`
+    move_nodes: list[int | None] = field(default_factory=list)
 
     @property
     def score_a(self) -> float:
@@ -80,17 +82,21 @@ class MatchRecord:
             return 0.5
         return 1.0 if (self.winner == cshogi.BLACK) == self.a_is_black else 0.0
 
-    def csa(self, name_a: str = "A", name_b: str = "B") -> str:
-        """The game as CSA V2.2 text; the end code lets any CSA reader recover the result."""
+    def csa(self, name_a: str = "A", name_b: str = "B", header: Sequence[str] = ()) -> str:
+        """The game as CSA V2.2 text; the end code lets any CSA reader recover the result. `header`: comment
+        lines after the game's names (the players in full, the time control, the machine), so that the record
+        alone says how the game was played."""
         black, white = (name_a, name_b) if self.a_is_black else (name_b, name_a)
         out = io.StringIO()
         out.write(f"V2.2\nN+{black}\nN-{white}\n$EVENT:dlzero match game {self.index}\n")
+        out.writelines(f"'{line}\n" for line in header)
         board = cshogi.Board(self.start_sfen)
         out.write("PI\n+\n" if self.start_sfen == cshogi.STARTING_SFEN else board.csa_pos())
         for ply, move in enumerate(self.moves):
             out.write(("+" if board.turn == cshogi.BLACK else "-") + cshogi.move_to_csa(move) + "\n")
             if ply < len(self.move_ms) and self.move_ms[ply] is not None:
-                out.write(f"'dlzero: {self.move_ms[ply]} ms\n")
+                nodes = self.move_nodes[ply] if ply < len(self.move_nodes) else None
+                out.write(f"'dlzero: {self.move_ms[ply]} ms" + (f", {nodes} nodes" if nodes is not None else "") + "\n")
             board.push(move)
         out.write(_end_code(self, board.turn) + "\n")
         late = f", the move came after {self.move_ms[-1]} ms" if self.reason == END_TIME and self.move_ms else ""
@@ -183,7 +189,7 @@ def _player(side: Side, cfg: SearchConfig, playouts: int, rng: np.random.Generat
 def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playouts: int | None = None,
                parallel: int | None = None, openings: Sequence[str] | None = None, sprt: bool = False, seed: int = 0,
                resign_threshold: float = 0.0, record_dir: str | Path | None = None,
-               names: tuple[str, str] = ("A", "B"),
+               names: tuple[str, str] = ("A", "B"), header: Sequence[str] = (),
                on_game: Callable[[MatchRecord, MatchResult], None] | None = None,
                opening_offset: int = 0, first_record: int = 0) -> MatchResult:
     """Play up to `n_games` between `side_a` and `side_b` (see `Side`), `parallel` at a time: in lockstep
@@ -198,8 +204,8 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     shipped suite). The suite is shuffled by `seed` and pairs take
     its lines from slot `opening_offset` on (a gate passes generation x pairs, so successive gates
     use different lines). Games count when their pair is complete (a last unpaired game of an odd
-    `n_games` counts alone); they are written as CSA files to `record_dir` (if given; numbered from
-    `first_record`, so that a match played in parts keeps every game) and reported
+    `n_games` counts alone); they are written as CSA files to `record_dir` (if given, with `header`'s
+    comment lines; numbered from `first_record`, so that a match played in parts keeps every game) and reported
     to `on_game` then. With `sprt`, the pentanomial test (`cfg.gate` elo0/elo1/alpha/beta) runs
     after every complete pair and the match stops once it decides; games still running or waiting
     for their partner are dropped. Both sides named "random" share one random mover, seeded by `seed`.
@@ -223,7 +229,8 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     def count(record: MatchRecord) -> None:
         result.add(record)
         if out_dir is not None:
-            atomic_write_text(out_dir / f"game-{first_record + record.index:03d}.csa", record.csa(*names))
+            path = out_dir / f"game-{first_record + record.index:03d}.csa"
+            atomic_write_text(path, record.csa(*names, header=header))
 
     def start() -> _Playing | None:
         nonlocal started
@@ -243,8 +250,9 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
         timed = len(moves) + (game.end.reason == END_TIME)
         move_ms = [round(game.move_ms[i]) if i in game.move_ms else None for i in range(timed)] \
             if game.move_ms else []
+        move_nodes = [game.move_nodes.get(i) for i in range(timed)] if game.move_nodes else []
         record = MatchRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
-                             moves, game.end.winner, game.end.reason, move_ms)
+                             moves, game.end.winner, game.end.reason, move_ms, move_nodes)
         partner = record.index ^ 1
         if partner >= n_games:  # the last game of an odd count: no pair, counts alone
             count(record)

@@ -38,7 +38,9 @@ class Game:
     plays both sides, as in self-play). `trees` holds each searching player's tree of this game, by
     player; `play_move` advances them all. `end` is set once the game is over. `move_ms`: the wall time
     of each move a clocked player made (an outside engine: `go` to `bestmove`), by its index in the board's
-    history; a move that came too late and lost on time is kept at the index it would have had.
+    history; a move that came too late and lost on time is kept at the index it would have had. `move_nodes`:
+    what the engine said it searched for each of those moves (its last `info` line's `nodes`, else nps x time;
+    dlzero's engine counts playouts), by the same index, where it said.
     """
 
     board: cshogi.Board
@@ -48,6 +50,7 @@ class Game:
     trees: dict[object, Tree] = field(default_factory=dict)
     end: Verdict | None = None
     move_ms: dict[int, float] = field(default_factory=dict)
+    move_nodes: dict[int, int] = field(default_factory=dict)
 
     @property
     def played(self) -> int:
