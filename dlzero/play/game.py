@@ -39,8 +39,9 @@ class Game:
     player; `play_move` advances them all. `end` is set once the game is over. `move_ms`: the wall time
     of each move a clocked player made (an outside engine: `go` to `bestmove`), by its index in the board's
     history; a move that came too late and lost on time is kept at the index it would have had. `move_nodes`:
-    what the engine said it searched for each of those moves (its last `info` line's `nodes`, else nps x time;
-    dlzero's engine counts playouts), by the same index, where it said.
+    what the engine said it searched for each of those moves (its last scored `info` line's nps x time, else
+    its `nodes`; for dlzero's engine the playouts of that move, whose `nodes` counts the reused tree too), by
+    the same index, where it said.
     """
 
     board: cshogi.Board

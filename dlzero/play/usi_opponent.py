@@ -102,10 +102,9 @@ class UsiOpponent:
         game.move_ms[len(board.history)] = result.time_ms
         if result.nps is not None and result.engine_ms is not None:
             self.searched.append(round(result.nps * result.engine_ms / 1000))
-        nodes = result.nodes if result.nodes is not None else (self.searched[-1] if result.nps is not None
-                                                                and result.engine_ms is not None else None)
-        if nodes is not None:
-            game.move_nodes[len(board.history)] = nodes
+            game.move_nodes[len(board.history)] = self.searched[-1]
+        elif result.nodes is not None:
+            game.move_nodes[len(board.history)] = result.nodes
         if self.flag_ms is not None and result.time_ms > self.flag_ms:
             log.warning("engine '%s' answered after %.0f ms (byoyomi %d + tolerance %d ms) in %s: it loses on time",
                         self.name, result.time_ms, byoyomi_of(self.go), self.flag_ms - byoyomi_of(self.go),
