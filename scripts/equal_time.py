@@ -47,7 +47,7 @@ from dlzero.networks import default_network, find_network, load_networks  # noqa
 from dlzero.player_names import parse_anchor  # noqa: E402
 from dlzero.rundir import RunDir  # noqa: E402
 
-COLUMNS = ["network", "opponent", "time_control", "wins", "draws", "losses"]
+COLUMNS = ["network", "opponent", "time_control", "wins", "draws", "losses", "records"]  # records: `dlzero match`'s
 
 
 def tally(rd: RunDir, me: str, opponent: str) -> tuple[int, int, int, int, int]:
@@ -65,7 +65,7 @@ def write_rows(path: Path, network: str, rows: list[dict]) -> None:
                                                          any(r["opponent"] == x["opponent"] and
                                                              r["time_control"] == x["time_control"] for x in rows))]
     with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, restval="", lineterminator="\n")
         writer.writeheader()
         writer.writerows(kept + rows)
 
