@@ -113,7 +113,7 @@ def clock_lines(result: MatchResult, searched: dict[str, float | None]) -> list[
             per_move = searched.get(side)
             lines.append(f"{side} on the clock: {len(ms)} moves, median {statistics.median(ms):.0f} ms, 95th "
                          f"{ms[math.ceil(0.95 * len(ms)) - 1]} ms, longest {ms[-1]} ms; lost on time: {flags[side]}"
-                         + (f"; {per_move:,.0f} nodes a move (nps x time)" if per_move is not None else ""))
+                         + (f"; {per_move:,.0f} nodes a move (median of nps x time)" if per_move is not None else ""))
     return lines
 
 

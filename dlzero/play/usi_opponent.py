@@ -22,6 +22,7 @@ arrived. Every move's time is kept in `Game.move_ms`, the late one too, so the r
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Mapping, Sequence
 
 from dlzero.game_end import Verdict
@@ -76,10 +77,12 @@ class UsiOpponent:
         return self._replicas[slot]
 
     def searched_per_move(self) -> float | None:
-        """The mean nodes (dlzero: playouts) a move searched over this engine's moves, its replicas' too;
-        None if it never said (an engine whose `info` lines give no `nps` and `time`)."""
+        """The median nodes (dlzero: playouts) a move searched over this engine's moves, its replicas' too;
+        None if it never said (an engine whose `info` lines give no `nps` and `time`). The median, since a
+        mean is the endings': dlzero's playouts through proven nodes cost no network call, and in games against
+        Fairy-Stockfish at 1 s (2026-12-06) its mean came out at three times its median."""
         counts = self.searched + [n for r in self._replicas.values() for n in r.searched]
-        return sum(counts) / len(counts) if counts else None
+        return float(statistics.median(counts)) if counts else None
 
     def start(self) -> None:
         """Start the engine and announce a game (idempotent)."""
