@@ -33,8 +33,13 @@ def play_clock(main_ms: float, inc_ms: int, extended: bool, plies: int = 300,
 
 def test_byoyomi_is_searched_to_its_end_less_the_margin():
     budget = allocate(Limits(byoyomi=1000), cshogi.BLACK, 40, 100, 1000)
-    assert budget.target_ms == budget.hard_ms == 900
-    assert allocate(Limits(movetime=1000), cshogi.BLACK, 40, 100, 1000).hard_ms == 900
+    assert budget.target_ms == budget.hard_ms == 900 and budget.spend_all
+    movetime = allocate(Limits(movetime=1000), cshogi.BLACK, 40, 100, 1000)
+    assert movetime.hard_ms == 900 and movetime.spend_all
+    # main time left beside the byoyomi (beyond the 1,000 ms reserve), or Fischer: a move that stops early saves it
+    assert not allocate(Limits(btime=60_000, wtime=60_000, byoyomi=1000), cshogi.BLACK, 40, 100, 1000).spend_all
+    assert allocate(Limits(btime=900, wtime=900, byoyomi=1000), cshogi.BLACK, 40, 100, 1000).spend_all
+    assert not allocate(Limits(btime=10_000, wtime=10_000, binc=100, winc=100), cshogi.BLACK, 40, 100, 1000).spend_all
 
 
 @pytest.mark.parametrize("extended", [False, True])

@@ -16,6 +16,7 @@ import cshogi
 import pytest
 
 from dlzero.config import Config
+from dlzero.encoding.labels import move_to_label
 from dlzero.engine import Limits, Player
 from dlzero.inference import NullEvaluator
 from dlzero.usi import UsiEngine
@@ -274,6 +275,32 @@ class _SlowNetwork(NullEvaluator):
     def _run(self, planes):
         time.sleep(0.12)
         return super()._run(planes)
+
+
+class _SureNetwork(NullEvaluator):
+    """A network sure of one move (7g7f's label at the root), 10 ms a call: its search could stop once the
+    runner-up cannot catch up, about halfway through its time."""
+
+    def _run(self, planes):
+        time.sleep(0.01)
+        policy, value = super()._run(planes)
+        policy[:, move_to_label(cshogi.Board(), cshogi.Board().move_from_usi("7g7f"))] = 20.0
+        return policy, value
+
+
+def test_a_byoyomi_alone_is_searched_to_its_limit_even_when_the_move_is_sure():
+    """Nothing a byoyomi move leaves is used again, and what it searches stays in the tree for the next move:
+    it does not stop early. With main time beside it, stopping early saves that time, and it does."""
+    cfg = Config()
+    player = Player(_SureNetwork(), cfg)
+    player.set_position(cshogi.Board())
+    result = player.think(Limits(byoyomi=1000))
+    hard = 1000 - cfg.usi.byoyomi_margin_ms
+    # it could have stopped at about half (450 ms); it ends a step or two before its hard limit
+    assert result.bestmove == "7g7f" and result.time_ms >= 0.7 * hard, result.time_ms
+    player.set_position(cshogi.Board())
+    main_time = player.think(Limits(btime=60_000, wtime=60_000, byoyomi=1000))  # plans 59,000 / 43 = 1,372 ms
+    assert main_time.bestmove == "7g7f" and main_time.time_ms < 1_100, main_time.time_ms
 
 
 def test_a_slow_network_still_answers_within_the_byoyomi():

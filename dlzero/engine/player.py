@@ -199,7 +199,7 @@ class Player:
                 drain_ms = tree.inflight * searched_ms() / tree.playouts_done
             if now_ms + HARD_STOP_STEPS * state["step_ms"] + drain_ms >= budget.hard_ms:
                 return True
-            return self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
+            return not budget.spend_all and self._time_says_stop(now_ms, budget.target_ms, budget.hard_ms, state)
 
         def guard_stop() -> bool:  # the mate guard ends at `stop` and at the hard limit: the clock bounds it too
             if stop is not None and stop.is_set():

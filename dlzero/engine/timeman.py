@@ -3,7 +3,11 @@
 Budget (dlshogi's rule): remaining / (14 + max(0, 30 - ply)) + increment, at least the byoyomi.
 The hard limit is everything the clock allows minus the margins, and never less than zero. The
 search may stop early once the best move cannot be overtaken, and may extend up to twice the
-budget when the position is critical (the top two moves are close).
+budget when the position is critical (the top two moves are close). It never stops early where the time
+cannot be saved (`TimeBudget.spend_all`): a byoyomi with no main time left, or `movetime`. What such a move
+leaves unsearched is lost, while the playouts it does make stay in the tree that the next move reuses; so it
+searches to its limit, as the YaneuraOu family does in byoyomi (its time manager's "final push": optimum and
+maximum both the byoyomi less the network delay).
 
 Margins. `byoyomi_margin` (USI `ByoyomiMargin`) comes off a byoyomi or `movetime`: the engine answers
 at byoyomi - margin (target and hard limit alike: there is nothing to save a byoyomi for), so the margin
@@ -68,10 +72,12 @@ class Limits:
 
 @dataclass
 class TimeBudget:
-    """Soft target and hard limit in milliseconds (None: no clock, stop by playouts only)."""
+    """Soft target and hard limit in milliseconds (None: no clock, stop by playouts only). `spend_all`: no
+    time this move leaves is ever used again (byoyomi alone, `movetime`), so it searches to its hard limit."""
 
     target_ms: float | None
     hard_ms: float | None
+    spend_all: bool = False
 
 
 def allocate(limits: Limits, turn: int, ply: int, byoyomi_margin: int, time_margin: int) -> TimeBudget:
@@ -80,7 +86,7 @@ def allocate(limits: Limits, turn: int, ply: int, byoyomi_margin: int, time_marg
         return TimeBudget(None, None)
     if limits.movetime:
         t = max(limits.movetime - byoyomi_margin, 1)
-        return TimeBudget(t, t)
+        return TimeBudget(t, t, spend_all=True)
     if not limits.timed:
         return TimeBudget(None, None)
     remaining = limits.btime if turn == cshogi.BLACK else limits.wtime
@@ -100,7 +106,7 @@ def allocate(limits: Limits, turn: int, ply: int, byoyomi_margin: int, time_marg
     hard = min(spendable + increment, max(remaining - MOVE_COST_MS, 0)) + byoyomi
     hard = max(hard, MIN_PLAN_MS)  # nothing left to plan: move at once
     target = min(target, hard)
-    return TimeBudget(max(target, MIN_PLAN_MS), hard)
+    return TimeBudget(max(target, MIN_PLAN_MS), hard, spend_all=bool(limits.byoyomi) and spendable == 0)
 
 
 def can_stop_early(best_visits: float, second_visits: float, playouts_per_ms: float, ms_left: float) -> bool:
