@@ -293,7 +293,10 @@ class SearchConfig:
                           "(USI_Hash): a tree node is a 72-byte record and 12 bytes a legal move, 0.4-0.6 KB "
                           "(dlzero bench search); the search stops when reached; 0: none but node_limit")
     reuse_tree: bool = _field(True, None, "keep the played move's subtree between moves")
-    nn_cache_size: int = _field(0, _non_negative, "entries of the evaluation cache (0: off)")
+    nn_cache_size: int = _field(200_000, _non_negative, "entries of the evaluation cache, the network's output "
+                                "for inputs seen before (0: off): a transposition or a line seen on an earlier "
+                                "move costs no network call, 1.3-1.4x the playouts a move at 1 s "
+                                "(docs/benchmarks/playouts-1s.md); it gives way to the tree under search.hash_mb")
     pipeline: bool = _field(True, None, "evaluate one batch in a helper thread while collecting the next")
     eval_streams: int = _field(0, _non_negative, "batches in flight at once with pipeline on, each in its own "
                                "helper thread; 0: laid out for the cores (the engine's one game: on a CPU one "

@@ -124,16 +124,33 @@ def test_the_cache_counts_the_bytes_it_holds():
     assert len(cache) == 0 and cache.memory == 0
 
 
-def test_the_memory_budget_counts_the_cache():
-    """A search whose cache grows beside its tree stops when the two reach the budget, the tree below it (counted
-    alone, as before issue 40, the tree would have grown to the budget)."""
-    cfg = SearchConfig(nn_cache_size=10**6, root_mate_depth=0, leaf_mate_depth=0, hash_mb=1)
+def test_the_cache_gives_way_to_the_tree_under_the_memory_budget():
+    """`search.hash_mb` bounds the tree and the cache together, and when the two reach it the cache's oldest entries
+    go first: an entry saves one network call, a node holds visits nothing gives back. So the tree still fills the
+    budget, as large as a search without the cache grows it, and the cache ends (nearly) empty."""
+    budget = 1 << 20
+    trees = {}
+    for size in (10**6, 0):
+        cfg = SearchConfig(nn_cache_size=size, root_mate_depth=0, leaf_mate_depth=0, hash_mb=1)
+        search = Search(Recording(), cfg)
+        tree = Tree(parse_position("startpos"))
+        search.run([tree], 10**5, leaves_per_tree=8)
+        assert search.tree_full(tree) and tree.nodes < cfg.node_limit
+        trees[size] = (tree, search)
+    tree, search = trees[10**6]
+    assert tree.memory >= budget - budget // 16  # the budget went to the tree
+    assert tree.memory + search.cache.memory >= budget and search.cache.memory < budget // 16
+    assert abs(tree.nodes - trees[0][0].nodes) <= 0.05 * trees[0][0].nodes
+
+
+def test_the_cache_keeps_its_entries_below_the_budget():
+    """Far from the budget nothing is evicted: every evaluated input stays in the cache."""
+    cfg = SearchConfig(nn_cache_size=10**6, root_mate_depth=0, leaf_mate_depth=0, hash_mb=64)
     search = Search(Recording(), cfg)
     tree = Tree(parse_position("startpos"))
-    search.run([tree], 10**5, leaves_per_tree=8)
-    assert search.tree_full(tree) and tree.nodes < cfg.node_limit
-    assert tree.memory < 1 << 20 <= tree.memory + search.cache.memory
-    assert search.cache.memory > (1 << 20) // 8  # a fifth or so: an entry holds less than a node
+    search.run([tree], 2000, leaves_per_tree=8)
+    assert not search.tree_full(tree)
+    assert len(search.cache) == search.stats.evaluations
 
 
 def test_entry_bytes_is_the_sum_of_its_parts():

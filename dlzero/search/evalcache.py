@@ -1,7 +1,8 @@
 """The evaluation cache: the network's output for inputs seen before, least recently used out first.
 
 Its own class so that it knows its bytes: `search.hash_mb` bounds the tree and this cache together
-(`Search.tree_full`), since both grow the process while a search runs.
+(`Search.tree_full`), since both grow the process while a search runs; the cache gives way to the tree (`shrink`),
+since an entry can be computed again and a node's statistics cannot.
 """
 
 from __future__ import annotations
@@ -87,6 +88,13 @@ class EvalCache:
         self.memory += entry_bytes(prior)
         while len(self._entries) > capacity:
             _, (dropped, _) = self._entries.popitem(last=False)
+            self.memory -= entry_bytes(dropped)
+
+    def shrink(self, limit: int) -> None:
+        """Drop the least recently used entries until at most `limit` bytes are held (none below zero)."""
+        entries = self._entries
+        while entries and self.memory > limit:
+            _, (dropped, _) = entries.popitem(last=False)
             self.memory -= entry_bytes(dropped)
 
     def clear(self) -> None:

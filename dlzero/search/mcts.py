@@ -283,9 +283,18 @@ class Search:
 
     def tree_full(self, tree: Tree) -> bool:
         """The tree reached `search.node_limit` nodes, or it and the evaluation cache reached the `search.hash_mb`
-        memory budget: it may not grow any more (its search stops)."""
+        memory budget even after the cache gave way: it may not grow any more (its search stops).
+
+        The cache yields first (its least recently used entries go, a sixteenth of the budget at once, so that
+        not every new leaf evicts one): an entry saves one network call, while a node holds visits no call
+        gives back. So with the cache on, a search still fills the whole budget with its tree."""
         budget = self.cfg.hash_mb << 20
-        return tree.nodes >= self.cfg.node_limit or (budget > 0 and tree.memory + self.cache.memory >= budget)
+        if tree.nodes >= self.cfg.node_limit:
+            return True
+        if budget <= 0 or tree.memory + self.cache.memory < budget:
+            return False
+        self.cache.shrink(budget - budget // 16 - tree.memory)
+        return tree.memory + self.cache.memory >= budget
 
     def _tracked_bytes(self, trees: Sequence[Tree]) -> int:
         """What the search holds and counts: its trees and the evaluation cache."""
