@@ -13,6 +13,8 @@ by `dlzero.teacher.spec` from the same parse). The spellings (`FORMS`):
     gpsshogi:depth=D[:byoyomi=MS]             GPS Shogi to LimitDepth D
     fairy-stockfish:skill=S:byoyomi=MS        Fairy-Stockfish's shogi at Skill Level S (or :nodes=N)
     usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS  any USI engine (or nodes=N, depth=N)
+    ...:time=MS[:inc=MS]                      an engine on a game clock instead of byoyomi: main time a game,
+                                              Fischer increment a move (see below)
     ...:byoyomi=MS:tolerance=MS               an engine with its own clock tolerance (see below)
     NAME=COMMAND                              an outside USI engine called NAME (`rate.engines`)
     default, network:NAME, NAME               a shipped network (dlzero.networks)
@@ -23,7 +25,9 @@ Ratings files and CSVs key on the name, so a player has one spelling: `canonical
 `parse_teacher`). An engine with a byoyomi loses a move that arrives later than the byoyomi plus the
 match's tolerance (`rate.clock_tolerance_ms`); `tolerance=MS` after the byoyomi gives that engine its own,
 for an engine that cannot keep the clock (GPS Shogi counts whole seconds and answers a 1 s byoyomi after
-1.0-1.5 s). It is part of the name, since the time an engine may take is part of its strength.
+1.0-1.5 s). It is part of the name, since the time an engine may take is part of its strength. `time=MS` gives
+an engine a game clock (`btime`/`wtime`), with `inc=MS` a Fischer increment (`binc`/`winc`) or with
+`byoyomi=MS` a byoyomi after it: the match keeps each side's clock and the move that empties it loses.
 
 This module sits at the config layer, without torch or cshogi, because the config checks
 every `rate.anchors` entry when it is loaded.
@@ -43,9 +47,9 @@ FORMS = {
     "alphabeta": "alphabeta:N",
     "gen": "gen-NNNN",
     "miniosl": "miniosl:sample=N[:model=/ABSOLUTE/PATH.onnx]",
-    "gpsshogi": "gpsshogi:depth=D[:byoyomi=MS[:tolerance=MS]]",
-    "fairy-stockfish": "fairy-stockfish:skill=S:byoyomi=MS[:tolerance=MS] (or :nodes=N)",
-    "usi": "usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS[;tolerance=MS] (or nodes=N, depth=N)",
+    "gpsshogi": "gpsshogi:depth=D[:byoyomi=MS][:time=MS[:inc=MS]][:tolerance=MS]",
+    "fairy-stockfish": "fairy-stockfish:skill=S:byoyomi=MS[:tolerance=MS] (or :nodes=N, or :time=MS[:inc=MS])",
+    "usi": "usi:COMMAND[;OPTION=VALUE]...;byoyomi=MS[;tolerance=MS] (or nodes=N, depth=N, time=MS[;inc=MS])",
     "engine": "NAME=COMMAND",
     "default": "default",
     "network": "network:NAME (or NAME)",
@@ -62,9 +66,11 @@ MODEL_SUFFIXES = (".pt", ".onnx")
 MINIOSL_TEACHER_KEYS = {"model": str, "batch": int, "threads": int, "temperature": float}
 
 _LIMITS = ("byoyomi", "nodes", "depth")  # `go` limits, in the order a name lists them
+_CLOCK = ("time", "inc")  # a game clock: main time a game, Fischer increment a move
 # per engine kind: its keys in the order a name lists them (usi: its USI options come first, as written)
-_ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi", "tolerance"),
-                "fairy-stockfish": ("skill", "byoyomi", "nodes", "tolerance"), "usi": (*_LIMITS, "tolerance")}
+_ENGINE_KEYS = {"gpsshogi": ("depth", "byoyomi", *_CLOCK, "tolerance"),
+                "fairy-stockfish": ("skill", "byoyomi", "nodes", *_CLOCK, "tolerance"),
+                "usi": (*_LIMITS, *_CLOCK, "tolerance")}
 _GENERATION = re.compile(r"gen-(\d{4,})")
 _ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # NAME of NAME=COMMAND
 _NETWORK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # as dlzero.networks' manifests allow
@@ -305,22 +311,26 @@ def _engine(name: str, kind: str, rest: str) -> PlayerName:
             numbers[key] = int(text)
         except ValueError:
             raise ValueError(f"'{name}': {key} must be a whole number, not '{text}'") from None
-    limits = [k for k in _LIMITS if k in numbers and (kind != "gpsshogi" or k != "depth")]
-    bad = [k for k in limits if numbers[k] < 1]
+    limits = [k for k in (*_LIMITS, "time") if k in numbers and (kind != "gpsshogi" or k != "depth")]
+    bad = [k for k in (*limits, "inc") if k in numbers and numbers[k] < 1]
     if bad:
         raise ValueError(f"'{name}': {bad[0]} must be >= 1")
-    if "tolerance" in numbers and ("byoyomi" not in numbers or numbers["tolerance"] < 0):
-        raise ValueError(f"'{name}': tolerance=MS is the time past its byoyomi before a move loses on time: it "
-                         "needs byoyomi=MS and a whole number >= 0")
+    if "inc" in numbers and ("time" not in numbers or "byoyomi" in numbers):
+        raise ValueError(f"'{name}': inc=MS is a Fischer increment: it needs time=MS and no byoyomi (a clock has "
+                         "one or the other)")
+    if "tolerance" in numbers and (not {"byoyomi", "time"} & set(numbers) or numbers["tolerance"] < 0):
+        raise ValueError(f"'{name}': tolerance=MS is the time past its clock before a move loses on time: it "
+                         "needs byoyomi=MS or time=MS, and a whole number >= 0")
     if kind == "gpsshogi" and not 4 <= numbers.get("depth", 0) <= 10:
         raise ValueError(f"'{name}': gpsshogi needs depth=D with D from 4 to 10 (its LimitDepth)")
     if kind == "fairy-stockfish":
         if "skill" not in numbers or not -20 <= numbers["skill"] <= 20:
             raise ValueError(f"'{name}': fairy-stockfish needs skill=S with S from -20 to 20 (its Skill Level)")
-        if len(limits) != 1:
-            raise ValueError(f"'{name}': fairy-stockfish needs exactly one of byoyomi=MS and nodes=N")
+        if len([k for k in limits if k != "byoyomi" or "time" not in numbers]) != 1:
+            raise ValueError(f"'{name}': fairy-stockfish needs exactly one of byoyomi=MS, nodes=N and a clock "
+                             "(time=MS, with inc=MS or byoyomi=MS)")
     if kind == "usi" and not limits:
-        raise ValueError(f"'{name}': a usi: engine needs a limit: byoyomi=MS, nodes=N or depth=N")
+        raise ValueError(f"'{name}': a usi: engine needs a limit: byoyomi=MS, nodes=N, depth=N or time=MS")
     parsed = PlayerName(kind, value, tuple((k, numbers[k]) for k in allowed if k in numbers), tuple(options.items()))
     if parsed.canonical() != name:
         raise ValueError(f"'{name}': write it as '{parsed.canonical()}' (one spelling per player: rating "

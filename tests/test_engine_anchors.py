@@ -42,6 +42,7 @@ if pid_file:
     with open(pid_file, "a") as fh:
         fh.write(f"{{os.getpid()}}\\n")
 go_log = os.environ.get("FAKE_USI_GO_LOG")  # each search's pid, start and end (monotonic), for overlap checks
+go_lines = os.environ.get("FAKE_USI_GO_LINES")  # each `go` as received
 options = {{"Pick": "first", "CrashAfter": "0", "DelayMs": "0"}}
 board, moves_made = cshogi.Board(), 0
 for line in sys.stdin:
@@ -71,6 +72,9 @@ for line in sys.stdin:
             print("fake engine: crashing on purpose", file=sys.stderr, flush=True)
             sys.exit(3)
         began = time.monotonic()
+        if go_lines:
+            with open(go_lines, "a") as fh:
+                fh.write(line)
         time.sleep(int(options["DelayMs"]) / 1000)
         if go_log:
             with open(go_log, "a") as fh:
@@ -119,9 +123,9 @@ def _pids(path: Path) -> list[int]:
     ("stockfish", "is not an anchor (one of: random, alphabeta:N"),
     ("gpsshogi", "is not an anchor"),
     ("gpsshogi:depth=3", "depth=D with D from 4 to 10"),
-    ("gpsshogi:depth=4:skill=1", "gpsshogi takes depth, byoyomi, tolerance, not 'skill'"),
-    ("fairy-stockfish:skill=0", "exactly one of byoyomi=MS and nodes=N"),
-    ("fairy-stockfish:skill=0:byoyomi=100:nodes=5", "exactly one of byoyomi=MS and nodes=N"),
+    ("gpsshogi:depth=4:skill=1", "gpsshogi takes depth, byoyomi, time, inc, tolerance, not 'skill'"),
+    ("fairy-stockfish:skill=0", "exactly one of byoyomi=MS, nodes=N and a clock"),
+    ("fairy-stockfish:skill=0:byoyomi=100:nodes=5", "exactly one of byoyomi=MS, nodes=N and a clock"),
     ("fairy-stockfish:skill=21:nodes=5", "skill=S with S from -20 to 20"),
     ("fairy-stockfish:skill=ten:nodes=5", "skill must be a whole number, not 'ten'"),
     ("fairy-stockfish:byoyomi=100:skill=0", "write it as 'fairy-stockfish:skill=0:byoyomi=100'"),
@@ -357,6 +361,81 @@ def test_dlzero_match_plays_an_engine_on_the_clock_and_says_what_it_lost_on_time
     [line] = [x for x in out.splitlines() if x.startswith("B on the clock:")]
     assert line.startswith("B on the clock: 2 moves") and line.endswith("lost on time: 2")
     assert "game ends: time 2" in err and "cpu flags: " in out
+
+
+# -- a game clock: main time, Fischer increment ------------------------------------------------------
+def test_clock_names_parse_and_bad_ones_say_why():
+    fsf = parse_anchor("fairy-stockfish:skill=20:time=10000:inc=100")
+    assert (fsf.setting("time"), fsf.setting("inc"), fsf.setting("byoyomi")) == (10000, 100, None)
+    assert parse_anchor("gpsshogi:depth=6:byoyomi=1000:time=60000:tolerance=500").setting("time") == 60000
+    assert parse_anchor("usi:/x;Threads=1;time=3000").canonical() == "usi:/x;Threads=1;time=3000"
+    for name, message in [("usi:/x;time=3000;inc=0", "inc must be >= 1"),
+                          ("usi:/x;byoyomi=100;time=3000;inc=100", "inc=MS is a Fischer increment"),
+                          ("usi:/x;depth=3;inc=100", "inc=MS is a Fischer increment"),
+                          ("fairy-stockfish:skill=0:nodes=5:time=3000", "exactly one of byoyomi=MS, nodes=N"),
+                          ("usi:/x;inc=100;time=3000", "write it as 'usi:/x;time=3000;inc=100'"),
+                          ("usi:/x;depth=3;tolerance=10", "needs byoyomi=MS or time=MS")]:
+        assert message in check_anchor(name), name
+
+
+def test_go_sends_both_sides_remaining_time_and_the_increment():
+    assert Go(time_ms=10000, inc_ms=100).command((9500.4, 10000)) == "btime 9500 wtime 10000 binc 100 winc 100"
+    assert Go(time_ms=60000, byoyomi_ms=1000).command() == "btime 60000 wtime 60000 byoyomi 1000"
+    assert Go(time_ms=5000).command((-3, 12.6)) == "btime 0 wtime 13"
+    assert Go(byoyomi_ms=1000).command() == "btime 0 wtime 0 byoyomi 1000"
+
+
+def _fischer_match(path: Path, delay_ms: int, clock: str, tmp_path: Path, monkeypatch):
+    lines = tmp_path / "go.txt"
+    monkeypatch.setenv("FAKE_USI_GO_LINES", str(lines))
+    engine = engine_anchor(f"usi:'{path}';DelayMs={delay_ms};{clock}", 60, 50)
+    try:
+        result = play_match(engine, RandomMover(0), 2, load_config(None, ["gate.max_moves=40"]),
+                            names=("engine", "random"))
+    finally:
+        engine.close()
+    return result, lines.read_text().splitlines()
+
+
+def test_an_engine_that_empties_its_game_clock_loses_on_time(fake_engine, tmp_path, monkeypatch):
+    """1,000 ms a game and no increment, 150 ms a move: the clock the match keeps runs down move by move (each
+    `go` says what is left), and the move that takes more than is left (plus the 50 ms tolerance) loses."""
+    path, _ = fake_engine
+    result, gos = _fischer_match(path, 150, "time=1000", tmp_path, monkeypatch)
+    assert (result.wins, result.draws, result.losses) == (0, 0, 2)
+    for game in result.games:
+        timed = [ms for ms in game.move_ms if ms is not None]
+        assert game.reason == "time" and 6 <= len(timed) <= 8
+        assert sum(timed[:-1]) <= 1000 + 50 < sum(timed)  # each move in time until the clock was out
+    black = [int(g.split()[2]) for g in gos]  # `go btime B wtime W`
+    assert black[0] == 1000 and black[1] < 1000  # the first game's Black is the engine: its clock runs down
+    assert all("binc" not in g and "byoyomi" not in g for g in gos)
+
+
+def test_an_increment_keeps_an_engine_on_its_clock(fake_engine, tmp_path, monkeypatch):
+    """The same engine with 200 ms added after each move never runs out: the clock grows by ~50 ms a move."""
+    from dlzero.commands.match import clock_left
+
+    path, _ = fake_engine
+    result, gos = _fischer_match(path, 150, "time=1000;inc=200", tmp_path, monkeypatch)
+    assert result.n_games == 2 and all(g.reason != "time" for g in result.games)
+    for game in result.games:
+        timed = [ms for ms in game.move_ms if ms is not None]
+        assert len(timed) >= 10 and clock_left(timed, 1000, 200) > 1000
+    assert all(g.startswith("go btime ") and g.rstrip().endswith("binc 200 winc 200") for g in gos)
+
+
+def test_dlzero_match_plays_dlzero_on_a_fischer_clock_and_says_what_was_left(model, capsys):
+    """`--time/--inc` put a dlzero player on a game clock as `dlzero usi`; the match prints what each game left
+    of it; a clock no GUI keeps is refused in one line."""
+    assert main(["match", model, "random", "--time", "3000", "--inc", "100", "--games", "2",
+                 "--set", "gate.max_moves=24"]) == 0
+    out, err = capsys.readouterr()
+    assert "3000 ms a game + 100 ms a move (Fischer), Threads 1, EvalStreams 1" in err
+    [line] = [x for x in out.splitlines() if x.startswith("A on the clock:")]
+    assert "lost on time: 0" in line and "clock left at the end: median " in line and "of 3,000" in line
+    assert main(["match", model, "random", "--inc", "100"]) == 2
+    assert "--inc is a Fischer increment" in capsys.readouterr().err
 
 
 def test_what_a_move_searched_is_its_last_scored_info_lines_nps_times_time():

@@ -114,8 +114,8 @@ def test_a_teacher_spec_names_the_same_engine_as_a_player():
     ("network:no such", "network:NAME takes a network's name"),
     ("random=/opt/x", "a NAME that is no other player's"),
     ("fairy-stockfish:byoyomi=100:skill=0", "write it as 'fairy-stockfish:skill=0:byoyomi=100'"),
-    ("gpsshogi:depth=4:tolerance=100", "tolerance=MS is the time past its byoyomi"),
-    ("fairy-stockfish:skill=0:byoyomi=100:tolerance=-1", "needs byoyomi=MS and a whole number >= 0"),
+    ("gpsshogi:depth=4:tolerance=100", "tolerance=MS is the time past its clock"),
+    ("fairy-stockfish:skill=0:byoyomi=100:tolerance=-1", "needs byoyomi=MS or time=MS, and a whole number >= 0"),
 ])
 def test_a_bad_name_says_what_is_wrong_in_one_line(text, message):
     with pytest.raises(ValueError) as info:
@@ -159,6 +159,11 @@ def test_an_engine_loses_on_time_past_its_own_tolerance_or_the_matchs():
              (f"{py};byoyomi=1000", f"{py};byoyomi=1000;tolerance=700", f"{py};byoyomi=300;tolerance=0",
               f"{py};depth=3")}
     assert list(flags.values()) == [1040, 1700, 300, None]
+    # on a game clock the flag moves with what is left (UsiOpponent._move); the tolerance is the name's or the match's
+    clocks = [build_player(text, ctx) for text in (f"{py};time=5000;inc=100", f"{py};time=5000;inc=100;tolerance=9",
+                                                   f"{py};depth=3")]
+    assert [(p.game_clock, p.flag_ms, p.tolerance_ms) for p in clocks] == [(True, None, 40), (True, None, 9),
+                                                                          (False, None, None)]
 
 
 def test_a_generation_needs_its_run_and_a_model_name_needs_a_model(none_shipped):

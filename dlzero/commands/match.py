@@ -53,6 +53,11 @@ def register(sub) -> None:
                    help="equal time: each dlzero player (a model file, a run directory, a network, 'default') "
                         "plays as `dlzero usi` at MS a move with Threads 1 and EvalStreams 1, one core's worth of "
                         "search, on the clock like an outside engine (instead of --playouts a move)")
+    m.add_argument("--time", type=int, metavar="MS",
+                   help="a game clock instead: MS of main time a game for every dlzero player (as `dlzero usi` "
+                        "on one core, like --byoyomi) and, with --inc or --byoyomi, that after it; outside "
+                        "engines take theirs from their names (time=MS:inc=MS)")
+    m.add_argument("--inc", type=int, metavar="MS", help="with --time: a Fischer increment a move")
     m.add_argument("--sprt", metavar="ELO0,ELO1", help="the match fixed in advance: stop once Wald's SPRT on "
                    "independent games (--alpha, --beta) decides, looking every --step games; at --games "
                    "undecided, the LLR's sign decides")
@@ -89,22 +94,62 @@ def summary(result: MatchResult, name_a: str, name_b: str) -> str:
     return line + f"{elo:+.0f} [{elo_low:+.0f}, {elo_high:+.0f}] (95%)"
 
 
-def clock_lines(result: MatchResult, searched: dict[str, float | None]) -> list[str]:
+def clock_control(byoyomi: int | None, time_ms: int | None, inc_ms: int | None) -> str | None:
+    """The time control of --byoyomi, --time and --inc in words (None: none given, playouts a move); a
+    ConfigError for a clock no GUI keeps."""
+    from dlzero.errors import ConfigError
+
+    for flag, value in (("--byoyomi", byoyomi), ("--time", time_ms), ("--inc", inc_ms)):
+        if value is not None and value <= 0:
+            raise ConfigError(f"{flag} {value}: give milliseconds, more than 0")
+    if inc_ms is not None and (time_ms is None or byoyomi is not None):
+        raise ConfigError("--inc is a Fischer increment: it needs --time and no --byoyomi (a clock has one or the "
+                          "other)")
+    if time_ms is None:
+        return None if byoyomi is None else f"byoyomi {byoyomi} ms, Threads 1, EvalStreams 1"
+    after = f" + byoyomi {byoyomi} ms" if byoyomi else f" + {inc_ms} ms a move (Fischer)" if inc_ms else ""
+    return f"{time_ms} ms a game{after}, Threads 1, EvalStreams 1"
+
+
+def clock_left(move_ms: list[float | None], time_ms: int, inc_ms: int) -> float:
+    """What a side's game clock held after its timed moves `move_ms` (main time `time_ms`, `inc_ms` added after
+    each move), as the match kept it."""
+    left = float(time_ms)
+    for ms in move_ms:
+        if ms is not None:
+            left = max(left - ms, 0.0) + inc_ms
+    return left
+
+
+def clock_lines(result: MatchResult, searched: dict[str, float | None],
+                clock: tuple[int, int] | None = None) -> list[str]:
     """A line per side that played on the clock: its timed moves' median, 95th percentile and longest wall
     time, the games it lost on time, and what it searched a move (`searched`, by side: nodes, dlzero's
-    playouts, from its `info` lines' nps x time)."""
+    playouts, from its `info` lines' nps x time); with a game `clock` (main time, increment), what was left of
+    it when each game ended: the median and the least."""
     import math
     import statistics
 
     import cshogi
 
+    from dlzero.play.game import END_TIME
+
     times: dict[str, list[int]] = {"A": [], "B": []}
+    left: dict[str, list[float]] = {"A": [], "B": []}  # each game's clock at its end, by side
     for game in result.games:
         first = cshogi.Board(game.start_sfen).turn
         a_colour = cshogi.BLACK if game.a_is_black else cshogi.WHITE
+        mine: dict[str, list[float]] = {"A": [], "B": []}
         for ply, ms in enumerate(game.move_ms):
             if ms is not None:
-                times["A" if (first ^ (ply & 1)) == a_colour else "B"].append(ms)
+                side = "A" if (first ^ (ply & 1)) == a_colour else "B"
+                times[side].append(ms)
+                mine[side].append(ms)
+        if clock is not None:
+            for side, moves in mine.items():
+                if moves:
+                    lost = game.reason == END_TIME and (game.winner == a_colour) == (side == "B")
+                    left[side].append(0.0 if lost else clock_left(moves, *clock))
     flags = time_losses(result)
     lines = []
     for side, ms in times.items():
@@ -113,24 +158,30 @@ def clock_lines(result: MatchResult, searched: dict[str, float | None]) -> list[
             per_move = searched.get(side)
             lines.append(f"{side} on the clock: {len(ms)} moves, median {statistics.median(ms):.0f} ms, 95th "
                          f"{ms[math.ceil(0.95 * len(ms)) - 1]} ms, longest {ms[-1]} ms; lost on time: {flags[side]}"
-                         + (f"; {per_move:,.0f} nodes a move (median of nps x time)" if per_move is not None else ""))
+                         + (f"; {per_move:,.0f} nodes a move (median of nps x time)" if per_move is not None else "")
+                         + (f"; clock left at the end: median {statistics.median(left[side]):,.0f} ms, least "
+                            f"{min(left[side]):,.0f} ms of {clock[0]:,}" if clock is not None and left[side] else ""))
     return lines
 
 
-def usi_player(spec: str, byoyomi: int) -> str:
-    """The anchor name of dlzero's own engine playing `spec` (`--model` of `dlzero usi`) at `byoyomi` ms on one
-    core, as a GUI runs it: the equal-time form of a dlzero player."""
+def usi_player(spec: str, byoyomi: int | None, time_ms: int | None = None, inc_ms: int | None = None) -> str:
+    """The anchor name of dlzero's own engine playing `spec` (`--model` of `dlzero usi`) on one core at `byoyomi`
+    ms a move, or on a game clock of `time_ms` (with `inc_ms` a move, or `byoyomi` after it), as a GUI runs it:
+    the equal-time form of a dlzero player."""
     import shutil
     from pathlib import Path
 
     dlzero = shutil.which("dlzero") or str(Path(sys.executable).with_name("dlzero"))
     model = str(Path(spec).resolve()) if Path(spec).exists() else spec
-    return f"usi:{dlzero} usi --model {model};Threads=1;EvalStreams=1;byoyomi={byoyomi}"
+    clock = [f"{key}={value}" for key, value in (("byoyomi", byoyomi), ("time", time_ms), ("inc", inc_ms))
+             if value is not None]
+    return ";".join([f"usi:{dlzero} usi --model {model}", "Threads=1", "EvalStreams=1", *clock])
 
 
-def match_player(text: str, byoyomi: int | None, cfg: Config, side: str) -> PlayerName:
-    """Player `side`'s name parsed (a ConfigError names the side and the accepted forms); with `byoyomi`, a
-    dlzero model becomes dlzero's own engine playing it on the clock (`usi_player`)."""
+def match_player(text: str, byoyomi: int | None, cfg: Config, side: str, time_ms: int | None = None,
+                 inc_ms: int | None = None) -> PlayerName:
+    """Player `side`'s name parsed (a ConfigError names the side and the accepted forms); with `byoyomi` or
+    `time_ms`, a dlzero model becomes dlzero's own engine playing it on the clock (`usi_player`)."""
     from dlzero.engine.shipped import require_model
     from dlzero.errors import ConfigError
     from dlzero.player_names import MODEL_KINDS, parse_player
@@ -139,10 +190,10 @@ def match_player(text: str, byoyomi: int | None, cfg: Config, side: str) -> Play
         name = parse_player(text)
     except ValueError as exc:
         raise ConfigError(f"player {side}: {exc}") from None
-    if byoyomi is None or name.kind not in MODEL_KINDS:
+    if (byoyomi is None and time_ms is None) or name.kind not in MODEL_KINDS:
         return name
     require_model(name, cfg)  # a bad name stops here, not in the engine's stderr
-    return parse_player(usi_player(text, byoyomi))
+    return parse_player(usi_player(text, byoyomi, time_ms, inc_ms))
 
 
 def record_header(texts: tuple[str, str], names: list[PlayerName], control: str, cfg: Config) -> list[str]:
@@ -211,7 +262,6 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from dlzero.cpu import cpu_flags
-    from dlzero.errors import ConfigError
     from dlzero.gating.match import MatchResult, play_match
     from dlzero.gating.rating import rating_suite
     from dlzero.gating.sprt import truncated_verdict
@@ -220,8 +270,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args, MATCH_KEYS)
     bounds = sprt_bounds(args.sprt, args.step) if args.sprt else None
-    if args.byoyomi is not None and args.byoyomi <= 0:
-        raise ConfigError(f"--byoyomi {args.byoyomi}: give milliseconds a move, more than 0")
+    control = clock_control(args.byoyomi, args.time, args.inc)
     if args.start:
         from dlzero.play.handicap import handicap_line
 
@@ -229,7 +278,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         openings, _ = rating_suite(cfg)
     texts = (args.model_a, args.model_b)
-    names = [match_player(text, args.byoyomi, cfg, side) for side, text in zip("AB", texts, strict=True)]
+    names = [match_player(text, args.byoyomi, cfg, side, args.time, args.inc)
+             for side, text in zip("AB", texts, strict=True)]
     sides = []
     try:
         for side, name in zip("AB", names, strict=True):
@@ -238,8 +288,7 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         _close(sides)
         raise
-    control = (f"byoyomi {args.byoyomi} ms, Threads 1, EvalStreams 1" if args.byoyomi is not None
-               else f"{cfg.gate.playouts} playouts a move")
+    control = control or f"{cfg.gate.playouts} playouts a move"
     header = record_header(texts, names, control, cfg) if args.csa_dir else []
     print(f"dlzero match: A={args.model_a} vs B={args.model_b}, {control}; cpu flags: {cpu_flags()}; "
           f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
@@ -270,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, beta {args.beta:g}): {verdict}")
     searched = {side: player.searched_per_move() for side, player in zip("AB", sides, strict=True)
                 if isinstance(player, UsiOpponent)}
-    lines = clock_lines(result, searched)
+    lines = clock_lines(result, searched, (args.time, args.inc or 0) if args.time else None)
     if lines:  # the speed an engine searched at depends on the CPU's vector units
         lines.append(f"cpu flags: {cpu_flags()}; load average {os.getloadavg()[0]:.2f}")
     for line in lines:

@@ -41,7 +41,8 @@ class Game:
     history; a move that came too late and lost on time is kept at the index it would have had. `move_nodes`:
     what the engine said it searched for each of those moves (its last scored `info` line's nps x time, else
     its `nodes`; for dlzero's engine the playouts of that move, whose `nodes` counts the reused tree too), by
-    the same index, where it said.
+    the same index, where it said. `clock_ms`: a game clock's remaining main time by colour (cshogi.BLACK,
+    cshogi.WHITE), kept by players on one (`dlzero.play.usi_opponent`), from their first move.
     """
 
     board: cshogi.Board
@@ -52,6 +53,7 @@ class Game:
     end: Verdict | None = None
     move_ms: dict[int, float] = field(default_factory=dict)
     move_nodes: dict[int, int] = field(default_factory=dict)
+    clock_ms: dict[int, float] = field(default_factory=dict)
 
     @property
     def played(self) -> int:

@@ -72,10 +72,10 @@ def engine_program(kind: str) -> str:
 
 
 def _clock(name: PlayerName, ctx: PlayContext) -> int | None:
-    """An engine whose name gives a byoyomi loses on time past it plus the tolerance: its name's own
-    (`tolerance=MS`), else the match's. GPS Shogi's default cap, which its name does not give, only bounds a
-    runaway search: no clock."""
-    if not name.setting("byoyomi"):
+    """An engine whose name gives a byoyomi or a game clock (`time=MS`) loses on time past it plus the tolerance:
+    its name's own (`tolerance=MS`), else the match's. GPS Shogi's default cap, which its name does not give, only
+    bounds a runaway search: no clock."""
+    if not name.setting("byoyomi") and not name.setting("time"):
         return None
     own = name.setting("tolerance")
     return ctx.cfg.rate.clock_tolerance_ms if own is None else own
@@ -95,14 +95,16 @@ def _miniosl(name: PlayerName, ctx: PlayContext) -> Player:
 
 def _gpsshogi(name: PlayerName, ctx: PlayContext) -> Player:
     options = {"LimitDepth": name.setting("depth"), "BookDepth": 0, "Thread": 1}
-    go = Go(byoyomi_ms=name.setting("byoyomi") or GPS_BYOYOMI_CAP_MS)
+    go = Go(byoyomi_ms=name.setting("byoyomi") or (None if name.setting("time") else GPS_BYOYOMI_CAP_MS),
+            time_ms=name.setting("time"), inc_ms=name.setting("inc"))
     return UsiOpponent(name.canonical(), [engine_program(name.kind)], go, ctx.cfg.rate.engine_timeout_s, options,
                        _clock(name, ctx))
 
 
 def _fairy_stockfish(name: PlayerName, ctx: PlayContext) -> Player:
     options = {"UCI_Variant": "shogi", "Skill Level": name.setting("skill"), "Threads": 1}
-    go = Go(byoyomi_ms=name.setting("byoyomi"), nodes=name.setting("nodes"))
+    go = Go(byoyomi_ms=name.setting("byoyomi"), nodes=name.setting("nodes"), time_ms=name.setting("time"),
+            inc_ms=name.setting("inc"))
     return UsiOpponent(name.canonical(), [engine_program(name.kind)], go, ctx.cfg.rate.engine_timeout_s, options,
                        _clock(name, ctx))
 
@@ -111,7 +113,8 @@ def _usi(name: PlayerName, ctx: PlayContext) -> Player:
     argv = shlex.split(name.value)
     if not argv or shutil.which(argv[0]) is None:
         raise UsiClientError(f"player '{name.canonical()}': no engine at '{argv[0] if argv else name.value}'")
-    go = Go(byoyomi_ms=name.setting("byoyomi"), nodes=name.setting("nodes"), depth=name.setting("depth"))
+    go = Go(byoyomi_ms=name.setting("byoyomi"), nodes=name.setting("nodes"), depth=name.setting("depth"),
+            time_ms=name.setting("time"), inc_ms=name.setting("inc"))
     return UsiOpponent(name.canonical(), argv, go, ctx.cfg.rate.engine_timeout_s, dict(name.options),
                        _clock(name, ctx))
 

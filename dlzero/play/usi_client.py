@@ -52,16 +52,28 @@ class UsiClientError(DlzeroError):
 
 @dataclass(frozen=True)
 class Go:
-    """The limits of one search. `byoyomi_ms` is sent as `btime 0 wtime 0 byoyomi N` (some engines, GPS
-    Shogi among them, need the clocks to accept a byoyomi); several limits may be combined."""
+    """The limits of one search. `byoyomi_ms` alone is sent as `btime 0 wtime 0 byoyomi N` (some engines, GPS
+    Shogi among them, need the clocks to accept a byoyomi); several limits may be combined. `time_ms` is a
+    game clock's main time (with `inc_ms` a Fischer increment, or `byoyomi_ms` after it): `command` then sends
+    both sides' remaining time, which the match keeps (`dlzero.play.usi_opponent`), the whole of it by default."""
 
     byoyomi_ms: int | None = None
     nodes: int | None = None
     depth: int | None = None
+    time_ms: int | None = None
+    inc_ms: int | None = None
 
-    def command(self) -> str:
+    def command(self, clock: tuple[float, float] | None = None) -> str:
+        """The text after `go`; `clock`: (Black's, White's) remaining main time in ms, for a game clock."""
         parts = []
-        if self.byoyomi_ms is not None:
+        if self.time_ms is not None:
+            black, white = clock if clock is not None else (self.time_ms, self.time_ms)
+            parts.append(f"btime {max(0, round(black))} wtime {max(0, round(white))}")
+            if self.byoyomi_ms is not None:
+                parts.append(f"byoyomi {self.byoyomi_ms}")
+            elif self.inc_ms:
+                parts.append(f"binc {self.inc_ms} winc {self.inc_ms}")
+        elif self.byoyomi_ms is not None:
             parts.append(f"btime 0 wtime 0 byoyomi {self.byoyomi_ms}")
         if self.nodes is not None:
             parts.append(f"nodes {self.nodes}")

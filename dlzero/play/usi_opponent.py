@@ -17,6 +17,11 @@ The clock: with `tolerance_ms` given and a byoyomi in its `go`, each move's wall
 measured, scripts/clock_delay.py; the rest covers a loaded machine's scheduling). A later move loses the
 game on time (`END_TIME`) and is not played, as a GUI or a server would have flagged the engine before it
 arrived. Every move's time is kept in `Game.move_ms`, the late one too, so the record shows it.
+
+A game clock (`Go.time_ms`: `time=MS` in an engine's name, with `inc=MS` or `byoyomi=MS`) is kept per game and
+side in `Game.clock_ms`, as a GUI keeps it: each `go` sends both sides' remaining main time (the opponent's
+whole main time until it has moved), a move's wall time comes off the mover's, the increment is added after a
+move in time, and a move later than the remaining time (plus the byoyomi) plus `tolerance_ms` loses on time.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 import logging
 import statistics
 from collections.abc import Mapping, Sequence
+
+import cshogi
 
 from dlzero.game_end import Verdict
 from dlzero.play.game import END_TIME, Game
@@ -59,8 +66,10 @@ class UsiOpponent:
                  tolerance_ms: int | None = None) -> None:
         self.name = name
         self.go = go
+        self.tolerance_ms = tolerance_ms
+        self.game_clock = isinstance(go, Go) and go.time_ms is not None  # main time: the flag moves (`_move`)
         byoyomi = byoyomi_of(go)
-        self.flag_ms = None if tolerance_ms is None or byoyomi is None else byoyomi + tolerance_ms
+        self.flag_ms = None if tolerance_ms is None or byoyomi is None or self.game_clock else byoyomi + tolerance_ms
         self._spec = (command, timeout_s, options, tolerance_ms)
         self.searched: list[int] = []  # what each move searched (its last scored `info`: nps x time), if it said
         self.engine = UsiClient(command, name=name, options=options, timeout_s=timeout_s)
@@ -101,19 +110,30 @@ class UsiOpponent:
 
     def _move(self, game: Game) -> int | None:
         board = game.board
-        result = self.engine.go(board, self.go)
+        flag_ms, left = self.flag_ms, 0.0
+        if self.game_clock:
+            go = self.go
+            left = game.clock_ms.setdefault(board.turn, float(go.time_ms))
+            other = game.clock_ms.get(1 - board.turn, float(go.time_ms))
+            clock = (left, other) if board.turn == cshogi.BLACK else (other, left)
+            result = self.engine.go(board, go.command(clock))
+            if self.tolerance_ms is not None:
+                flag_ms = left + (go.byoyomi_ms or 0) + self.tolerance_ms
+        else:
+            result = self.engine.go(board, self.go)
         game.move_ms[len(board.history)] = result.time_ms
         if result.nps is not None and result.engine_ms is not None:
             self.searched.append(round(result.nps * result.engine_ms / 1000))
             game.move_nodes[len(board.history)] = self.searched[-1]
         elif result.nodes is not None:
             game.move_nodes[len(board.history)] = result.nodes
-        if self.flag_ms is not None and result.time_ms > self.flag_ms:
-            log.warning("engine '%s' answered after %.0f ms (byoyomi %d + tolerance %d ms) in %s: it loses on time",
-                        self.name, result.time_ms, byoyomi_of(self.go), self.flag_ms - byoyomi_of(self.go),
-                        board.sfen())
+        if flag_ms is not None and result.time_ms > flag_ms:
+            log.warning("engine '%s' answered after %.0f ms (its clock allowed %.0f ms with the tolerance) in %s: it "
+                        "loses on time", self.name, result.time_ms, flag_ms, board.sfen())
             game.end = Verdict(1 - board.turn, END_TIME)
             return None
+        if self.game_clock:
+            game.clock_ms[board.turn] = max(left - result.time_ms, 0.0) + (self.go.inc_ms or 0)
         text = result.bestmove
         if text in ("resign", "win"):
             return None
