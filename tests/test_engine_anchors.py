@@ -26,6 +26,7 @@ from dlzero.errors import ConfigError
 from dlzero.gating.match import play_match
 from dlzero.gating.rating import load_batches, stored_game
 from dlzero.play import RandomMover
+from dlzero.play.game import Game
 from dlzero.play.registry import ENGINE_PROGRAMS, PlayContext, build_player, engine_program
 from dlzero.play.usi_client import Go, SearchResult, UsiClient, UsiClientError, _parse_info, position_command
 from dlzero.play.usi_opponent import UsiOpponent, byoyomi_of
@@ -383,6 +384,7 @@ def test_go_sends_both_sides_remaining_time_and_the_increment():
     assert Go(time_ms=60000, byoyomi_ms=1000).command() == "btime 60000 wtime 60000 byoyomi 1000"
     assert Go(time_ms=5000).command((-3, 12.6)) == "btime 0 wtime 13"
     assert Go(byoyomi_ms=1000).command() == "btime 0 wtime 0 byoyomi 1000"
+    assert Go(time_ms=5000, inc_ms=10, clocks_swapped=True).command((100, 200)) == "btime 200 wtime 100 binc 10 winc 10"
 
 
 def _fischer_match(path: Path, delay_ms: int, clock: str, tmp_path: Path, monkeypatch):
@@ -487,6 +489,20 @@ def _installed(kind: str) -> bool:
     except UsiClientError:
         return False
     return True
+
+
+@pytest.mark.skipif(not _installed("fairy-stockfish"), reason="apt-get install fairy-stockfish")
+def test_fairy_stockfish_reads_its_own_clock_as_black():
+    """Black to move with 300 ms left against White's minute: it answers within its own time (Fairy-Stockfish 11.1
+    reads USI's clocks the other way round; sent in USI's order it thinks ~4 s here, on White's minute)."""
+    player = build_player("fairy-stockfish:skill=20:time=60000:inc=100", PlayContext(load_config(None)))
+    try:
+        game = Game(cshogi.Board())
+        game.clock_ms.update({cshogi.BLACK: 300.0, cshogi.WHITE: 60000.0})
+        assert player.choose([game]) != [None] and game.end is None
+        assert game.move_ms[0] < 350 + 50 and game.clock_ms[cshogi.BLACK] < 400
+    finally:
+        player.close()
 
 
 @pytest.mark.parametrize(("name", "package"), [("gpsshogi:depth=4", "gpsshogi"),

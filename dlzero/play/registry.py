@@ -103,8 +103,11 @@ def _gpsshogi(name: PlayerName, ctx: PlayContext) -> Player:
 
 def _fairy_stockfish(name: PlayerName, ctx: PlayContext) -> Player:
     options = {"UCI_Variant": "shogi", "Skill Level": name.setting("skill"), "Threads": 1}
+    # Debian's Fairy-Stockfish 11.1 takes USI's `btime` for the side that moves second (its UCI colours): told
+    # `btime 300 wtime 60000` as Black it thinks ~4 s, told the reverse ~0.1 s (2026-12-06), and at 10 s + 0.1 s
+    # it lost 19 of 22 games on time with the clocks as USI orders them. So each side's time goes in the other's field.
     go = Go(byoyomi_ms=name.setting("byoyomi"), nodes=name.setting("nodes"), time_ms=name.setting("time"),
-            inc_ms=name.setting("inc"))
+            inc_ms=name.setting("inc"), clocks_swapped=True)
     return UsiOpponent(name.canonical(), [engine_program(name.kind)], go, ctx.cfg.rate.engine_timeout_s, options,
                        _clock(name, ctx))
 

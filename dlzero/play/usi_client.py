@@ -55,19 +55,24 @@ class Go:
     """The limits of one search. `byoyomi_ms` alone is sent as `btime 0 wtime 0 byoyomi N` (some engines, GPS
     Shogi among them, need the clocks to accept a byoyomi); several limits may be combined. `time_ms` is a
     game clock's main time (with `inc_ms` a Fischer increment, or `byoyomi_ms` after it): `command` then sends
-    both sides' remaining time, which the match keeps (`dlzero.play.usi_opponent`), the whole of it by default."""
+    both sides' remaining time, which the match keeps (`dlzero.play.usi_opponent`), the whole of it by default.
+    `clocks_swapped`: the engine reads `btime` as the clock of the side that moves second, so each side's time
+    goes in the other's field (Fairy-Stockfish 11.1: `dlzero.play.registry`)."""
 
     byoyomi_ms: int | None = None
     nodes: int | None = None
     depth: int | None = None
     time_ms: int | None = None
     inc_ms: int | None = None
+    clocks_swapped: bool = False
 
     def command(self, clock: tuple[float, float] | None = None) -> str:
         """The text after `go`; `clock`: (Black's, White's) remaining main time in ms, for a game clock."""
         parts = []
         if self.time_ms is not None:
             black, white = clock if clock is not None else (self.time_ms, self.time_ms)
+            if self.clocks_swapped:
+                black, white = white, black
             parts.append(f"btime {max(0, round(black))} wtime {max(0, round(white))}")
             if self.byoyomi_ms is not None:
                 parts.append(f"byoyomi {self.byoyomi_ms}")
