@@ -69,6 +69,9 @@ def register(sub) -> None:
                    "whose records are kept can be recounted from them (dlzero.gating.recount)")
     m.add_argument("--csa-dir", "--records", dest="csa_dir", metavar="DIR",
                    help="write each game as a CSA record into this folder (its moves, result and reason)")
+    m.add_argument("--resume", action="store_true", help="go on with the match whose games --records kept: count "
+                   "its complete pairs and play only the missing ones, from the same openings (same players, time "
+                   "control, suite and --seed; dlzero.gating.resume)")
     m.add_argument("--seed", type=int, default=0, help="seed for the opening order and the random mover")
     add_config_args(m)
     add_inference_args(m)
@@ -92,6 +95,17 @@ def summary(result: MatchResult, name_a: str, name_b: str) -> str:
                       f"{elo_from_score(bound):+.0f})"
     elo, elo_low, elo_high = result.elo()
     return line + f"{elo:+.0f} [{elo_low:+.0f}, {elo_high:+.0f}] (95%)"
+
+
+def handicap_line_for(result: MatchResult, start: str) -> str:
+    """A's W-D-L giving the handicap `start` (A plays White, the side without the pieces) and taking it, apart:
+    a colour-swapped pair of a handicap match is two different games."""
+    parts = []
+    for label, giving in (("giving", True), ("taking", False)):
+        scores = [g.score_a for g in result.games if g.a_is_black != giving]
+        w, d = scores.count(1.0), scores.count(0.5)
+        parts.append(f"{label} it {w}-{d}-{len(scores) - w - d}")
+    return f"A from {start}: " + ", ".join(parts)
 
 
 def clock_control(byoyomi: int | None, time_ms: int | None, inc_ms: int | None) -> str | None:
@@ -196,7 +210,8 @@ def match_player(text: str, byoyomi: int | None, cfg: Config, side: str, time_ms
     return parse_player(usi_player(text, byoyomi, time_ms, inc_ms))
 
 
-def record_header(texts: tuple[str, str], names: list[PlayerName], control: str, cfg: Config) -> list[str]:
+def record_header(texts: tuple[str, str], names: list[PlayerName], control: str, cfg: Config,
+                  openings: str) -> list[str]:
     """The comment lines that open each kept game: each player as written and as played (a shipped network's
     name beside `default`), the time control, dlzero's version and the machine (cores, CPU flags, the load
     when the match began), so that a record says how it was played without the command line."""
@@ -214,7 +229,7 @@ def record_header(texts: tuple[str, str], names: list[PlayerName], control: str,
         network = f" ({require_model(written, cfg).label()})" if written.kind in MODEL_KINDS else ""
         played = f", played as {name.canonical()}" if name.canonical() != written.canonical() else ""
         lines.append(f"{side}: {text}{network}{played}")
-    lines += [f"time control: {control}",
+    lines += [f"time control: {control}", f"openings: {openings}",
               f"dlzero {__version__}; {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores, cpu "
               f"flags {cpu_flags()}, load average {os.getloadavg()[0]:.2f} at the start"]
     return lines
@@ -262,8 +277,10 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from dlzero.cpu import cpu_flags
+    from dlzero.errors import ConfigError
     from dlzero.gating.match import MatchResult, play_match
     from dlzero.gating.rating import rating_suite
+    from dlzero.gating.resume import kept_pairs, missing_chunks
     from dlzero.gating.sprt import truncated_verdict
     from dlzero.play.registry import PlayContext, build_player
     from dlzero.play.usi_opponent import UsiOpponent
@@ -271,12 +288,15 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args, MATCH_KEYS)
     bounds = sprt_bounds(args.sprt, args.step) if args.sprt else None
     control = clock_control(args.byoyomi, args.time, args.inc)
+    if args.resume and not args.csa_dir:
+        raise ConfigError("--resume goes on with the games a match kept: give its --records folder")
     if args.start:
         from dlzero.play.handicap import handicap_line
 
         openings = [handicap_line(args.start)]
+        suite = f"the handicap start {args.start}"
     else:
-        openings, _ = rating_suite(cfg)
+        openings, suite = rating_suite(cfg)
     texts = (args.model_a, args.model_b)
     names = [match_player(text, args.byoyomi, cfg, side, args.time, args.inc)
              for side, text in zip("AB", texts, strict=True)]
@@ -289,32 +309,49 @@ def run(args: argparse.Namespace) -> int:
         _close(sides)
         raise
     control = control or f"{cfg.gate.playouts} playouts a move"
-    header = record_header(texts, names, control, cfg) if args.csa_dir else []
+    header = record_header(texts, names, control, cfg, f"{suite}, seed {args.seed}") if args.csa_dir else []
     print(f"dlzero match: A={args.model_a} vs B={args.model_b}, {control}; cpu flags: {cpu_flags()}; "
           f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     result = MatchResult()
-    verdict = None
+    kept = kept_pairs(args.csa_dir, header, cfg.gate.max_games) if args.resume else {}
+    for games in kept.values():
+        for game in games:
+            result.add(game)
+        if len(games) == 2:
+            result.add_pair(*games)
+    if args.resume:
+        print(f"dlzero match: resuming: {result.n_games} games kept in {args.csa_dir} ({result.wins}-{result.draws}-"
+              f"{result.losses} for A), {cfg.gate.max_games - result.n_games} to play", file=sys.stderr)
+
+    def look() -> str | None:
+        """The SPRT's verdict on the games so far (None: play on)."""
+        done = result.n_games >= cfg.gate.max_games
+        verdict = truncated_verdict(result.wins, result.draws, result.losses, bounds, args.alpha, args.beta, done,
+                                    ("A by the rule", "B by the rule"))
+        print(f"after {result.n_games} games: {result.wins}-{result.draws}-{result.losses}"
+              + (f"; {verdict}" if verdict else ""), file=sys.stderr)
+        return verdict
+
+    verdict = look() if bounds and kept else None
     try:
-        while result.n_games < cfg.gate.max_games:
-            chunk = min(args.step if bounds else cfg.gate.max_games, cfg.gate.max_games - result.n_games)
+        for first_slot, chunk in missing_chunks(set(kept), cfg.gate.max_games, args.step // 2 if bounds else None):
+            if verdict:
+                break
             part = play_match(sides[0], sides[1], chunk, cfg, openings=openings, seed=args.seed,
                               record_dir=args.csa_dir, names=("A", "B"), header=header,
-                              opening_offset=result.n_games // 2, first_record=result.n_games)
+                              opening_offset=first_slot, first_record=2 * first_slot)
             for game in part.games:
                 result.add(game)
             result.pairs = [a + b for a, b in zip(result.pairs, part.pairs, strict=True)]
             if not part.games:
                 break  # nothing more could be played (an empty suite)
             if bounds:
-                verdict = truncated_verdict(result.wins, result.draws, result.losses, bounds, args.alpha, args.beta,
-                                            result.n_games >= cfg.gate.max_games, ("A by the rule", "B by the rule"))
-                print(f"after {result.n_games} games: {result.wins}-{result.draws}-{result.losses}"
-                      + (f"; {verdict}" if verdict else ""), file=sys.stderr)
-                if verdict:
-                    break
+                verdict = look()
     finally:
         _close(sides)
     print(summary(result, args.model_a, args.model_b))
+    if args.start:
+        print(handicap_line_for(result, args.start))
     if verdict:
         print(f"SPRT({bounds[0]:g}, {bounds[1]:g}, alpha {args.alpha:g}, beta {args.beta:g}): {verdict}")
     searched = {side: player.searched_per_move() for side, player in zip("AB", sides, strict=True)

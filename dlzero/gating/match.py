@@ -28,15 +28,18 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import cshogi
+import cshogi.CSA
 import numpy as np
 
 from dlzero.config import Config, SearchConfig
 from dlzero.data.atomic import atomic_write_text
+from dlzero.errors import DataError
 from dlzero.gating.sprt import elo_interval, pair_category, pair_elo_interval, pair_sprt_decision
 from dlzero.inference.base import Evaluator
 from dlzero.play import (
@@ -102,6 +105,47 @@ class MatchRecord:
         late = f", the move came after {self.move_ms[-1]} ms" if self.reason == END_TIME and self.move_ms else ""
         out.write(f"'dlzero: {self.reason}{late}, opening {self.opening_plies} plies\n")
         return out.getvalue()
+
+
+_MOVE_NOTE = re.compile(r"'dlzero: (\d+) ms(?:, (\d+) nodes)?")
+_END_NOTE = re.compile(r"'dlzero: (\w+)(?:, the move came after (\d+) ms)?, opening (\d+) plies")
+_INDEX = re.compile(r"\$EVENT:dlzero match game (\d+)")
+_CSA_MOVE = re.compile(r"[+-]\d{4}[A-Z]{2}")
+_WINNERS = {1: cshogi.BLACK, 2: cshogi.WHITE}  # cshogi's Parser.win codes (0 or none: a draw)
+
+
+def read_record(text: str, source: str, name_a: str = "A") -> MatchRecord:
+    """A game kept by `MatchRecord.csa` read back (a match resumed counts the games it kept): the moves, start
+    and result through cshogi's CSA reader, the game's number, reason and each move's time and nodes from the
+    lines dlzero wrote. A DataError names `source` when the text is not such a game."""
+    try:
+        [game] = cshogi.CSA.Parser.parse_str(text)
+    except (ValueError, IndexError) as exc:
+        raise DataError(source, None, f"not one CSA game ({exc})") from None
+    lines = text.splitlines()
+    index = next((int(m.group(1)) for line in lines if (m := _INDEX.fullmatch(line))), None)
+    end = next((m for line in lines if (m := _END_NOTE.fullmatch(line))), None)
+    if index is None or end is None or name_a not in game.names:
+        raise DataError(source, None, f"not a game of a dlzero match with a player {name_a!r}")
+    moves = list(game.moves)
+    ms: dict[int, int] = {}
+    nodes: dict[int, int] = {}
+    ply = -1
+    for line in lines:
+        if _CSA_MOVE.fullmatch(line):
+            ply += 1
+        elif ply >= 0 and (m := _MOVE_NOTE.fullmatch(line)):
+            ms[ply] = int(m.group(1))
+            if m.group(2) is not None:
+                nodes[ply] = int(m.group(2))
+    reason, late = end.group(1), end.group(2)
+    if late is not None:
+        ms[len(moves)] = int(late)
+    timed = len(moves) + (reason == END_TIME)
+    return MatchRecord(index, game.names[0] == name_a, game.sfen, int(end.group(3)), moves,
+                       _WINNERS.get(game.win), reason,
+                       [ms.get(i) for i in range(timed)] if ms else [],
+                       [nodes.get(i) for i in range(timed)] if nodes else [])
 
 
 def _end_code(game: MatchRecord, to_move: int) -> str:
@@ -229,7 +273,7 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
     def count(record: MatchRecord) -> None:
         result.add(record)
         if out_dir is not None:
-            path = out_dir / f"game-{first_record + record.index:03d}.csa"
+            path = out_dir / f"game-{record.index:03d}.csa"
             atomic_write_text(path, record.csa(*names, header=header))
 
     def start() -> _Playing | None:
@@ -251,16 +295,17 @@ def play_match(side_a: Side, side_b: Side, n_games: int, cfg: Config, *, playout
         move_ms = [round(game.move_ms[i]) if i in game.move_ms else None for i in range(timed)] \
             if game.move_ms else []
         move_nodes = [game.move_nodes.get(i) for i in range(timed)] if game.move_nodes else []
-        record = MatchRecord(game.index, game.a_is_black, game.start_sfen, game.opening_plies,
+        # numbered in the whole match (`first_record` on), paired by the number in this part
+        record = MatchRecord(first_record + game.index, game.a_is_black, game.start_sfen, game.opening_plies,
                              moves, game.end.winner, game.end.reason, move_ms, move_nodes)
-        partner = record.index ^ 1
+        partner = game.index ^ 1
         if partner >= n_games:  # the last game of an odd count: no pair, counts alone
             count(record)
             if on_game:
                 on_game(record, result)
             return
         if partner not in waiting:
-            waiting[record.index] = record
+            waiting[game.index] = record
             return
         first, second = sorted((waiting.pop(partner), record), key=lambda g: g.index)
         count(first)
