@@ -83,10 +83,16 @@ def main() -> None:
     start = roots[0]
     points = road(steps, start)
     kind = {s.network: s.path for s in steps}
-    print(f"from {start}: network, road, CPU-hours, Elo over the start [95 %]")
+    print(f"from {start}: network, road, CPU-hours, Elo over the start [95 %], the step over its parent [95 %]")
+    step_of = {s.network: s for s in steps}
     for name, hours, elo, half in points:
         low, high = elo - half, elo + half
-        print(f"{name:45s} {kind.get(name, 'start'):9s} {hours:6.2f} {elo:+6.0f} [{low:+.0f}, {high:+.0f}]")
+        line = f"{name:45s} {kind.get(name, 'start'):9s} {hours:6.2f} {elo:+6.0f} [{low:+.0f}, {high:+.0f}]"
+        if name in step_of:
+            d, v = step_of[name].elo()
+            half_step = Z95 * math.sqrt(v)
+            line += f"   {d:+5.0f} [{d - half_step:+.0f}, {d + half_step:+.0f}] over {step_of[name].parent}"
+        print(line)
     if args.png:
         import matplotlib
 
@@ -107,6 +113,7 @@ def main() -> None:
         for label, colour in colours.items():
             ax.plot([], [], color=colour, label={"teacher": "copying the teacher (miniosl 0.1.9)",
                                                  "selfplay": "self-play from the shipped network"}[label])
+        ax.set_xlim(right=ax.get_xlim()[1] + 1.5)  # room for the last point's name
         ax.set_xlabel("CPU-hours (cumulative, 2-core machines)")
         ax.set_ylabel(f"Elo over {start} (chained 1 s matches)")
         ax.set_title("What a CPU-hour bought: byoyomi 1 s, one core, rating suite")

@@ -195,7 +195,8 @@ def test_local_ray_is_its_own_when_another_ray_runs_on_the_machine():
     try:
         from ray._private.services import find_gcs_addresses
 
-        deadline = time.monotonic() + 60
+        # only a guard against waiting forever: a head node took over 60 s to come up beside a self-play loop
+        deadline = time.monotonic() + 300
         while not any(a.endswith(f":{port}") for a in find_gcs_addresses()):
             assert other.poll() is None and time.monotonic() < deadline, "the other Ray instance did not start"
             time.sleep(0.2)

@@ -128,7 +128,8 @@ _GROWTH = textwrap.dedent("""
     in_thread(Tree(cshogi.Board()), 1024)  # the network's working set, the buffers, the threads' heaps
     tree = Tree(cshogi.Board())
     samples = []
-    in_thread(tree, 90000, lambda: samples.append((tree.memory, rss_bytes())))
+    # what the search accounts for under USI_Hash: its tree and its evaluation cache (on by default)
+    in_thread(tree, 90000, lambda: samples.append((tree.memory + search.cache.memory, rss_bytes())))
     (m0, r0), (m1, r1) = samples[len(samples) // 3], samples[-1]
     print(json.dumps({"tree": m1 - m0, "grown": r1 - r0, "trims": search.heap.trims}))
 """)

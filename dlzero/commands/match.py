@@ -128,10 +128,12 @@ def clock_control(byoyomi: int | None, time_ms: int | None, inc_ms: int | None) 
 def clock_left(move_ms: list[float | None], time_ms: int, inc_ms: int) -> float:
     """What a side's game clock held after its timed moves `move_ms` (main time `time_ms`, `inc_ms` added after
     each move), as the match kept it."""
+    from dlzero.play.game import clock_after
+
     left = float(time_ms)
     for ms in move_ms:
         if ms is not None:
-            left = max(left - ms, 0.0) + inc_ms
+            left = clock_after(left, ms, inc_ms)
     return left
 
 

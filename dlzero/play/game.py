@@ -21,6 +21,12 @@ END_RESIGN = "resign"  # Verdict.reason of a game a player resigned (the rules' 
 END_TIME = "time"  # Verdict.reason of a game lost on time: a clocked player answered after its byoyomi
 
 
+def clock_after(left_ms: float, move_ms: float, inc_ms: float) -> float:
+    """A game clock after a move in time, as a GUI keeps it: the move's wall time comes off (never below zero),
+    then the Fischer increment goes on. The match's referee and its summary both count it this way."""
+    return max(left_ms - move_ms, 0.0) + inc_ms
+
+
 def play_rules(max_moves: int, declaration: str) -> GameRules:
     """The rules games are played by: sennichite at the fourth occurrence (the search already scores
     the first recurrence as a draw, so play avoids it unless a draw is what it wants), mate, the

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import cshogi
 
 from dlzero.game_end import Verdict
-from dlzero.play.game import END_TIME, Game
+from dlzero.play.game import END_TIME, Game, clock_after
 from dlzero.play.usi_client import Go, UsiClient, UsiClientError
 
 __all__ = ["UsiClientError", "UsiOpponent", "byoyomi_of"]
@@ -133,7 +133,7 @@ class UsiOpponent:
             game.end = Verdict(1 - board.turn, END_TIME)
             return None
         if self.game_clock:
-            game.clock_ms[board.turn] = max(left - result.time_ms, 0.0) + (self.go.inc_ms or 0)
+            game.clock_ms[board.turn] = clock_after(left, result.time_ms, self.go.inc_ms or 0)
         text = result.bestmove
         if text in ("resign", "win"):
             return None

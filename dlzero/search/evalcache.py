@@ -87,15 +87,17 @@ class EvalCache:
         self._entries[key] = (prior, value)
         self.memory += entry_bytes(prior)
         while len(self._entries) > capacity:
-            _, (dropped, _) = self._entries.popitem(last=False)
-            self.memory -= entry_bytes(dropped)
+            self._drop_oldest()
 
     def shrink(self, limit: int) -> None:
         """Drop the least recently used entries until at most `limit` bytes are held (none below zero)."""
-        entries = self._entries
-        while entries and self.memory > limit:
-            _, (dropped, _) = entries.popitem(last=False)
-            self.memory -= entry_bytes(dropped)
+        while self._entries and self.memory > limit:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        """Drop the least recently used entry and its bytes: the one eviction both limits (count, bytes) use."""
+        _, (dropped, _) = self._entries.popitem(last=False)
+        self.memory -= entry_bytes(dropped)
 
     def clear(self) -> None:
         self._entries.clear()
