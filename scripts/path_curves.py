@@ -16,10 +16,15 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dlzero.gating.sprt import elo_from_score  # noqa: E402
+
 Z95 = 1.96
 
 
@@ -46,7 +51,7 @@ class Step:
         var_game = (self.wins * (1 - score) ** 2 + self.draws * (0.5 - score) ** 2 + self.losses * score ** 2) / n
         var_score = max(var_game, 0.25 / n) / n  # never narrower than one game's worth of doubt
         slope = 400 / (math.log(10) * score * (1 - score))
-        return -400 * math.log10(1 / score - 1), slope ** 2 * var_score
+        return elo_from_score(score), slope ** 2 * var_score
 
 
 def read_steps(path: Path) -> list[Step]:

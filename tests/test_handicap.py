@@ -47,7 +47,11 @@ def test_dlzero_match_plays_from_a_handicap_start(tmp_path, capsys):
     records = tmp_path / "games"
     assert main(["match", "random", "random", "--start", "飛車落ち", "--games", "2", "--records", str(records),
                  "--set", "gate.max_moves=8"]) == 0
-    assert "2 games" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 games" in out
+    # one game each way: A gives the handicap in the pair's second game (White) and takes it in the first
+    assert sum(int(x) for x in out.split("giving it ")[1].split(",")[0].split("-")) == 1
+    assert sum(int(x) for x in out.split("taking it ")[1].split()[0].split("-")) == 1
     for path in sorted(records.glob("*.csa")):
         [game] = cshogi.CSA.Parser.parse_file(str(path))
         assert game.sfen == HANDICAPS["飛車落ち"], path

@@ -100,11 +100,15 @@ def summary(result: MatchResult, name_a: str, name_b: str) -> str:
 def handicap_line_for(result: MatchResult, start: str) -> str:
     """A's W-D-L giving the handicap `start` (A plays White, the side without the pieces) and taking it, apart:
     a colour-swapped pair of a handicap match is two different games."""
+    from dlzero.gating.match import MatchResult
+
     parts = []
     for label, giving in (("giving", True), ("taking", False)):
-        scores = [g.score_a for g in result.games if g.a_is_black != giving]
-        w, d = scores.count(1.0), scores.count(0.5)
-        parts.append(f"{label} it {w}-{d}-{len(scores) - w - d}")
+        side = MatchResult()
+        for game in result.games:
+            if game.a_is_black != giving:
+                side.add(game)
+        parts.append(f"{label} it {side.wins}-{side.draws}-{side.losses}")
     return f"A from {start}: " + ", ".join(parts)
 
 
