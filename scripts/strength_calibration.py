@@ -6,7 +6,14 @@
         --csv docs/benchmarks/strength-levels.csv --games-tar docs/benchmarks/games/strength-levels.tar.xz
     python scripts/strength_calibration.py --check-cap 19     # 4096 playouts in far less than 5,000 ms?
 
-Why playouts and not the clock: levels 1-19 stop at their playout cap (`level_playouts`: 2 at level 1, 4,096 at
+When only some levels change (`dlzero.engine.strength.LEVELS`), only they are played again: `--carry` reads the
+earlier table's games (its --games-tar) and keeps those whose levels are all in `--carry-levels` (unchanged),
+so the report, the fit and the new tar cover both:
+
+    python scripts/strength_calibration.py --work runs/strength2 --levels 1-7 --start-rung alphabeta:10 \
+        --carry docs/benchmarks/games/strength-levels.tar.xz --carry-levels 7-19 --spans 1,4,7
+
+Why playouts and not the clock: levels 1-19 stop at their playout cap (`level_playouts`: 1 at level 1, 4,096 at
 19), so a level plays the same moves on a loaded machine as on an idle one as long as its byoyomi is generous
 enough that the cap, not the clock, ends each search (`--byoyomi` 5,000 ms against ~1-1.5 s for 4,096 playouts
 on one core here). The rungs are load-independent too: `random`, `alphabeta:N` (fixed nodes), Fairy-Stockfish
@@ -45,6 +52,7 @@ import sys
 import tarfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -134,14 +142,15 @@ def short(name: str) -> str:
 
 
 def measure(session: Session, levels: Sequence[int], byoyomi: int, phases: Sequence[int], start_rung: str,
-            spans: Sequence[int] = (), dear_level: int = 20, dear_games: int = 4) -> None:
+            spans: Sequence[int] = (), dear_level: int = 20, dear_games: int = 4, chain_games: int = 0) -> None:
     """Phase one places every level among the rungs, then plays every level against the level below (rungs
     first: if the deadline comes, each level has its place on the ladder), then the `spans` levels against
     each other (each against the one before it in the list: neighbours differ by less than a few games can
     show, levels several apart by a margin they can); later phases top up every pairing of phase one,
     the level-below pairings first, to their number of games. The neighbours of levels from `dear_level` up
     (a game of 4,096 + 2,702 playouts a move takes minutes) get `dear_games` in phase one, and the spans
-    below `dear_level` come after every level has met the one below it."""
+    below `dear_level` come after every level has met the one below it. Last, `chain_games` tops up only the
+    level-below pairings (neighbours ~100 Elo apart need ~100 games to separate; the rungs do not)."""
     rung = RUNGS.index(start_rung)
     planned: list[tuple[str, str]] = []
     first = phases[0]
@@ -171,6 +180,8 @@ def measure(session: Session, levels: Sequence[int], byoyomi: int, phases: Seque
     for games in phases[1:]:
         for me, opponent in wide + chain + planned:
             session.top_up(me, opponent, games)
+    for me, opponent in chain if chain_games else []:
+        session.top_up(me, opponent, chain_games)
 
 
 def cap_check(level: int, byoyomi: int, position: str = "startpos moves 7g7f 3c3d") -> tuple[int, int]:
@@ -337,6 +348,7 @@ def csa_records(batches: list) -> list[tuple[str, str]]:
     from dlzero.gating.match import MatchRecord
 
     out = []
+    seen: dict[str, int] = {}
     for _, batch in batches:
         a, b = (opponent_label(x) for x in batch.players)
         for g in batch.games:
@@ -349,8 +361,47 @@ def csa_records(batches: list) -> list[tuple[str, str]]:
             winner = None if g.get("winner") is None else cshogi.BLACK if g["winner"] == "black" else cshogi.WHITE
             record = MatchRecord(g["game"], g["black"] == batch.players[0], g["start_sfen"], g["opening_plies"],
                                  moves, winner, g["reason"], list(g.get("move_ms") or []))
-            name = re.sub(r"[^A-Za-z0-9_.+=-]", "-", f"{a}--{b}--{g['game']:03d}") + ".csa"
-            out.append((name, record.csa(a, b)))
+            stem = re.sub(r"[^A-Za-z0-9_.+=-]", "-", f"{a}--{b}")
+            number = seen.get(stem, -1) + 1  # carried and new games of one pairing share the numbering
+            seen[stem] = number
+            out.append((f"{stem}--{number:03d}.csa", record.csa(a, b)))
+    return out
+
+
+def carried_batches(tar: Path, levels: Iterable[int], byoyomi: int) -> list:
+    """The games in an earlier `--games-tar` whose levels are all in `levels` (those whose knobs have not
+    changed since), as batches like load_batches' (players named as `level_player` names them now)."""
+    import cshogi
+
+    from dlzero.gating.match import read_record
+
+    keep = set(levels)
+
+    def name(label: str) -> str | None:
+        m = re.fullmatch(r"strength:(\d+)", label)
+        if m is None:
+            return label
+        return level_player(int(m.group(1)), byoyomi) if int(m.group(1)) in keep else None
+
+    out = []
+    with tarfile.open(tar, "r:xz") as archive:
+        for member in sorted(archive.getmembers(), key=lambda m: m.name):
+            if not member.isfile() or not member.name.endswith(".csa"):
+                continue
+            text = archive.extractfile(member).read().decode("utf-8")
+            labels = [re.search(rf"^N\{side}(.*)$", text, flags=re.MULTILINE) for side in "+-"]
+            if None in labels:
+                continue
+            black, white = (name(m.group(1)) for m in labels)
+            if black is None or white is None:
+                continue  # a level whose knobs changed
+            record = read_record(text, member.name, labels[0].group(1))
+            winner = None if record.winner is None else "black" if record.winner == cshogi.BLACK else "white"
+            game = {"game": record.index, "black": black, "white": white, "winner": winner,
+                    "reason": record.reason, "plies": len(record.moves),
+                    "start_sfen": record.start_sfen, "opening_plies": record.opening_plies,
+                    "moves": " ".join(cshogi.move_to_usi(m) for m in record.moves), "move_ms": record.move_ms}
+            out.append((Path(member.name), SimpleNamespace(players=(black, white), games=[game])))
     return out
 
 
@@ -400,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dear-level", type=int, default=20,
                         help="from this level up, phase one plays --dear-games against the level below, last")
     parser.add_argument("--dear-games", type=int, default=4, help="see --dear-level")
+    parser.add_argument("--chain-games", type=int, default=0,
+                        help="after the phases, top up each level's games against the level below to this many")
     parser.add_argument("--parallel", type=int, default=2, help="games played at once")
     parser.add_argument("--tolerance", type=int, help="ms past the byoyomi before a move loses on time")
     parser.add_argument("--deadline", help="UTC HH:MM after which no new game starts")
@@ -411,6 +464,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the ladder's pairings, fitted with these games so levels sit on its Elo scale")
     parser.add_argument("--markdown", action="store_true", help="print the table for docs/usi-options.md")
     parser.add_argument("--games-tar", type=Path, help="write every game as a CSA record into this tar.xz")
+    parser.add_argument("--carry", type=Path, metavar="TAR",
+                        help="an earlier --games-tar: its games among --carry-levels and rungs join the report")
+    parser.add_argument("--carry-levels", default="", help="the levels unchanged since --carry's games, e.g. 7-19")
     args = parser.parse_args(argv)
     if args.check_cap:
         nodes, ms = cap_check(args.check_cap, args.byoyomi)
@@ -423,10 +479,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             measure(session, parse_levels(args.levels), args.byoyomi, [int(x) for x in args.phases.split(",")],
                     args.start_rung, parse_levels(args.spans) if args.spans else [], args.dear_level,
-                    args.dear_games)
+                    args.dear_games, args.chain_games)
         except Deadline:
             print(f"deadline {args.deadline} UTC reached: no new games", flush=True)
     batches = load_batches(session.rd)[0]
+    if args.carry:
+        batches += carried_batches(args.carry, parse_levels(args.carry_levels), args.byoyomi)
     ladder = read_csv(args.ladder) if args.ladder and args.ladder.is_file() else []
     rows = pairing_rows(batches, ladder)
     for row in rows:

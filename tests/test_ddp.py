@@ -6,6 +6,7 @@ Two processes share the machine's two cores, one torch thread each.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -150,7 +151,22 @@ def _torchrun_train(rd: RunDir, steps: int, *extra: str, timeout: int) -> subpro
            f"--master_port={free_port()}", "-m", "dlzero.cli", "train", "--run-dir", str(rd.root),
            "--steps", str(steps), "--no-progress", "--set", "train.batch_size=16", "--set", "train.device=cpu",
            *extra]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return _run_group(cmd, env, timeout)
+
+
+def _run_group(cmd: list[str], env: dict[str, str], timeout: int) -> subprocess.CompletedProcess:
+    """`cmd` in a session of its own: on `timeout` the whole group goes (torchrun and both ranks; a plain
+    `subprocess.run` kills only torchrun, and its ranks then went on training beside later tests), and the
+    TimeoutExpired is raised as `subprocess.run` would."""
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def test_torchrun_launch_of_dlzero_train(tmp_path):

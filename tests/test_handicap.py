@@ -3,6 +3,8 @@ shipped network, as the side with more pieces, beating `alphabeta:1000` from eac
 
 from __future__ import annotations
 
+import csv
+
 import cshogi
 import cshogi.KIF
 import pytest
@@ -46,7 +48,9 @@ def test_the_shipped_suite_holds_every_start_by_its_bare_name():
 def test_dlzero_match_plays_from_a_handicap_start(tmp_path, capsys):
     records = tmp_path / "games"
     assert main(["match", "random", "random", "--start", "飛車落ち", "--games", "2", "--records", str(records),
-                 "--set", "gate.max_moves=8"]) == 0
+                 "--csv", str(tmp_path / "m.csv"), "--set", "gate.max_moves=8"]) == 0
+    [row] = list(csv.DictReader((tmp_path / "m.csv").open(encoding="utf-8")))
+    assert row["start"] == "飛車落ち"  # the CSV says which start its figure is from
     out = capsys.readouterr().out
     assert "2 games" in out
     # one game each way: A gives the handicap in the pair's second game (White) and takes it in the first

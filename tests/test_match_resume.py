@@ -9,6 +9,7 @@ import cshogi
 import pytest
 
 from dlzero.cli import main
+from dlzero.commands.match import append_csv
 from dlzero.errors import DataError
 from dlzero.gating.match import MatchRecord, read_record
 from dlzero.gating.recount import recount
@@ -91,6 +92,21 @@ def test_a_resumed_match_keeps_its_games_and_plays_the_missing_pairs(tmp_path, c
     assert sum(recount(games)) == 6
     assert main([*args, "--resume"]) == 0  # nothing left: counts the kept games, plays none
     assert "0 to play" in capsys.readouterr().err
+
+
+def test_a_csv_from_before_a_new_column_keeps_its_rows_under_their_names(tmp_path):
+    """`--csv` appends to a file a user has kept across versions: a row with a column the file's header lacks
+    (here `start`, the handicap) rewrites the file under the wider header instead of appending out of line."""
+    table = tmp_path / "m.csv"
+    table.write_text('a,b,time_control,wins,draws,losses,records\nx,y,"byoyomi 1000 ms, one core",3,0,1,/r\n')
+    append_csv(str(table), {"a": "p", "b": "q", "time_control": "byoyomi 1000 ms", "start": "香落ち", "wins": 1,
+                            "draws": 0, "losses": 2, "records": ""})
+    append_csv(str(table), {"a": "p", "b": "q", "time_control": "t", "start": "", "wins": 2, "draws": 0,
+                            "losses": 0, "records": "z"})
+    rows = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert [(r["a"], r["time_control"], r["start"], r["wins"], r["records"]) for r in rows] == [
+        ("x", "byoyomi 1000 ms, one core", "", "3", "/r"), ("p", "byoyomi 1000 ms", "香落ち", "1", ""),
+        ("p", "t", "", "2", "z")]
 
 
 def test_resume_refuses_another_match_and_wants_a_folder(tmp_path, capsys):

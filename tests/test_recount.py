@@ -34,6 +34,8 @@ def test_a_matchs_csv_row_is_its_kept_games(tmp_path, capsys):
     assert counted == (int(row["wins"]), int(row["draws"]), int(row["losses"])) and sum(counted) == 6
     assert f"W-D-L {counted[0]}-{counted[1]}-{counted[2]} (for A)" in out
     assert recount(records, "B") == (counted[2], counted[1], counted[0])
+    as_black, as_white = recount(records, colour="black"), recount(records, colour="white")
+    assert tuple(b + w for b, w in zip(as_black, as_white, strict=True)) == counted and sum(as_white) == 3
     packed = tmp_path / "games.tar.xz"
     with tarfile.open(packed, "w:xz") as tar:
         tar.add(records, arcname="games")
@@ -50,3 +52,6 @@ def test_a_matchs_csv_row_is_its_kept_games(tmp_path, capsys):
 def test_a_published_figure_is_its_kept_games(table, row):
     counted = recount(table.parent / row["records"], "A")
     assert counted == (int(row["wins"]), int(row["draws"]), int(row["losses"])), (table.name, row)
+    if row.get("giving_wins"):  # a handicap row: A's games as White, the side that gives the handicap
+        giving = recount(table.parent / row["records"], "A", colour="white")
+        assert giving == (int(row["giving_wins"]), int(row["giving_draws"]), int(row["giving_losses"])), row

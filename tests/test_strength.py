@@ -1,6 +1,6 @@
-"""Levels for people (USI `Strength`, dlzero.engine.strength): the two knobs are monotone in the level, the draw
-follows its weights and never throws away a proven result, and a real engine session plays fewer playouts and
-varied, legal moves at a low level."""
+"""Levels for people (USI `Strength`, dlzero.engine.strength): the knobs are monotone in the level, the draw
+follows its weights over the level's candidate moves and never throws away a proven result, and a real engine
+session plays fewer playouts and varied, legal moves at a low level."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from dlzero.config import Config
 from dlzero.engine.player import Analysis
-from dlzero.engine.strength import FULL, level_playouts, level_temperature, weaken
+from dlzero.engine.strength import FULL, level_candidates, level_playouts, level_temperature, weaken
 from dlzero.search.result import MoveStat
 from dlzero.usi import UsiEngine
 
@@ -25,6 +25,10 @@ def test_playouts_grow_and_temperature_falls_with_the_level():
     assert level_playouts(FULL) is None
     temps = [level_temperature(level) for level in range(1, FULL + 1)]
     assert temps == sorted(temps, reverse=True) and temps[0] > 0.5 and temps[-2] == temps[-1] == 0.0
+    # the bottom draws hot over a few plausible moves, more of them level by level; the top over every move
+    narrow = [level_candidates(level) for level in range(1, FULL + 1) if level_candidates(level) is not None]
+    assert narrow == sorted(narrow) and narrow[0] >= 3 and temps[0] > 1.0
+    assert level_candidates(FULL - 1) is None and level_candidates(FULL) is None
     for bad in (0, 21):
         with pytest.raises(ValueError, match="from 1"):
             level_playouts(bad)
@@ -52,6 +56,19 @@ def test_the_draw_follows_visits_and_priors_at_the_levels_temperature():
     assert changed.ponder is None and changed.pv == [changed.bestmove]
     for kept in (weaken(analysis(), 19, rng), weaken(analysis(mate=3), 1, rng)):
         assert kept.bestmove == "7g7f" and kept.ponder == "3c3d"  # temperature 0, and a proven win
+
+
+def test_a_bottom_level_draws_only_among_its_candidates():
+    """Level 1 considers `level_candidates(1)` moves: the most visited first, then by prior; the rest of the
+    root's moves, however many, are never played."""
+    k = level_candidates(1)
+    files = "987654321"
+    moves = [MoveStat(i, f"{files[i % 9]}g{files[i % 9]}f" if i < 9 else f"{files[i % 9]}i{files[i % 9]}h",
+                      1 if i == 0 else 0, 0.5, 0.3 / (i + 1), None) for i in range(12)]
+    result = Analysis(bestmove=moves[0].usi, ponder=None, pv=[moves[0].usi], moves=moves[::-1], mate=None)
+    rng = random.Random(5)
+    drawn = Counter(weaken(result, 1, rng).bestmove for _ in range(3000))
+    assert set(drawn) == {m.usi for m in moves[:k]}, drawn
 
 
 def session(model: str, strength: int, goes: int) -> list[str]:

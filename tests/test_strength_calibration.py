@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 import cshogi
 
+from dlzero.engine.strength import level_playouts, level_temperature
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "benchmarks" / "strength-levels.csv"
 
@@ -63,7 +65,8 @@ def test_rows_count_each_game_once_from_the_stronger_level() -> None:
     assert set(by) == {(3, RUNG), (4, "strength:3")}  # no row of L3 against L4: that game is L4's row
     four = by[(4, "strength:3")]
     assert (four["wins"], four["draws"], four["losses"], four["score"]) == (2, 0, 1, "0.667")
-    assert four["playouts"] == 8 and four["slowest_move_ms"] == 900  # 900 ms is L4's own move (ply 0, Black)
+    # 900 ms is L4's own move (ply 0, Black)
+    assert four["playouts"] == level_playouts(4) and four["slowest_move_ms"] == 900
     three = by[(3, RUNG)]
     assert (three["wins"], three["draws"], three["losses"], three["elo_diff"]) == (1, 1, 0, "+191")
     assert int(four["level_elo"]) > int(three["level_elo"]) > 0  # on the ladder's scale, through its row
@@ -101,6 +104,28 @@ def test_csa_records_read_back_with_their_result(tmp_path: Path) -> None:
     assert io.StringIO(text).readline().startswith("V2.2")
 
 
+def test_games_carried_from_a_tar_count_as_before_and_changed_levels_drop_out(tmp_path: Path) -> None:
+    """`--carry`: an earlier table's games read back from its tar give the same rows; a level left out of
+    `--carry-levels` (its knobs changed) takes its games with it; carried and new games of one pairing are
+    numbered apart in the new tar."""
+    batches = _batches()
+    for _, batch in batches:  # a CSA resignation is by the side to move: Black wins after an odd ply count
+        for g in batch.games:
+            if g["winner"] == "black":
+                g["moves"], g["plies"] = " ".join(GAME.split()[:5]), 5
+    sc.write_tar(tmp_path / "g.tar.xz", sc.csa_records(batches))
+    carried = sc.carried_batches(tmp_path / "g.tar.xz", [3, 4], 5000)
+    assert len(carried) == 5
+    keys = ("level", "opponent", "wins", "draws", "losses", "slowest_move_ms")
+    before = [{k: r[k] for k in keys} for r in sc.pairing_rows(batches, LADDER)]
+    assert [{k: r[k] for k in keys} for r in sc.pairing_rows(carried, LADDER)] == before
+    only_three = sc.carried_batches(tmp_path / "g.tar.xz", [3], 5000)
+    assert [(r["level"], r["opponent"], r["wins"], r["draws"]) for r in sc.pairing_rows(only_three, LADDER)] \
+        == [(3, RUNG, 1, 1)]
+    names = [name for name, _ in sc.csa_records(carried + batches)]
+    assert len(names) == len(set(names)) == 10
+
+
 def test_committed_table_is_monotone_by_level() -> None:
     rows = sc.read_csv(TABLE)
     assert rows and list(rows[0]) == sc.COLUMNS
@@ -112,3 +137,27 @@ def test_committed_table_is_monotone_by_level() -> None:
     # 300 ms ByoyomiMargin of the day it was measured)
     for r in rows:
         assert r["slowest_move_ms"] == "" or int(r["slowest_move_ms"]) < 4700
+    # the table measures the levels as the engine plays them now: a change of knobs needs the games again
+    for r in rows:
+        level = int(r["level"])
+        assert (int(r["playouts"]), float(r["temperature"])) == (level_playouts(level),
+                                                                 round(level_temperature(level), 3)), r
+
+
+class _Recorder:
+    """A Session that plays nothing: each top-up is recorded and scored even (no rung moves)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, int]] = []
+
+    def top_up(self, me: str, opponent: str, games: int) -> tuple[int, int, int]:
+        self.calls.append((sc.short(me), sc.short(opponent), games))
+        return games // 2, 0, games - games // 2
+
+
+def test_chain_games_top_up_only_the_level_below_pairings_last() -> None:
+    session = _Recorder()
+    sc.measure(session, [1, 2, 3], 5000, [6, 12], "alphabeta:10", chain_games=30)
+    assert session.calls[:3] == [("L1", "alphabeta:10", 6), ("L2", "alphabeta:10", 6), ("L3", "alphabeta:10", 6)]
+    assert session.calls[-2:] == [("L2", "L1", 30), ("L3", "L2", 30)]  # the neighbours, after every phase
+    assert ("L2", "L1", 12) in session.calls and not any(g == 30 and "L" not in o for _, o, g in session.calls)

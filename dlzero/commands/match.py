@@ -262,7 +262,9 @@ def sprt_bounds(text: str, step: int) -> tuple[float, float]:
 
 
 def append_csv(path: str, row: dict[str, object]) -> None:
-    """Add `row` to the CSV at `path` (header first when the file is new), atomically."""
+    """Add `row` to the CSV at `path` (header first when the file is new), atomically. A file written before
+    a column was added is rewritten with the new header, its rows kept under their own names (the new columns
+    empty), never appended to under a header whose columns no longer line up."""
     import csv
     import io
     from pathlib import Path
@@ -271,12 +273,18 @@ def append_csv(path: str, row: dict[str, object]) -> None:
 
     target = Path(path)
     old = target.read_text(encoding="utf-8") if target.is_file() else ""
+    rows = list(csv.DictReader(io.StringIO(old))) if old else []
+    header = list(csv.DictReader(io.StringIO(old)).fieldnames or []) if old else []
+    columns = header + [key for key in row if key not in header]
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(row), lineterminator="\n")
-    if not old:
-        writer.writeheader()
-    writer.writerow(row)
-    atomic_write_text(target, old + buf.getvalue())
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", restval="")
+    if columns == header:
+        writer.writerow(row)
+        atomic_write_text(target, old + buf.getvalue())
+        return
+    writer.writeheader()
+    writer.writerows([*rows, row])
+    atomic_write_text(target, buf.getvalue())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -371,7 +379,8 @@ def run(args: argparse.Namespace) -> int:
     print("game ends: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())), file=sys.stderr)
     if args.csv:
         flags = time_losses(result)
-        append_csv(args.csv, {"a": args.model_a, "b": args.model_b, "time_control": control, "wins": result.wins,
+        append_csv(args.csv, {"a": args.model_a, "b": args.model_b, "time_control": control,
+                              "start": args.start or "", "wins": result.wins,
                               "draws": result.draws, "losses": result.losses, "a_time_losses": flags["A"],
                               "b_time_losses": flags["B"],
                               "a_searched_per_move": _round(searched.get("A")),

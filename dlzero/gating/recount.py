@@ -35,9 +35,12 @@ def _texts(source: Path) -> Iterator[tuple[str, str]]:
                 yield member.name, handle.read().decode("utf-8")
 
 
-def recount(source: str | Path, player: str = "A") -> tuple[int, int, int]:
-    """`player`'s wins, draws and losses over the records in `source`; a DataError names a record that is not one
-    of `player`'s games or cannot be read."""
+def recount(source: str | Path, player: str = "A", colour: str | None = None) -> tuple[int, int, int]:
+    """`player`'s wins, draws and losses over the records in `source`, or over those it played as `colour`
+    ("black" or "white": from a handicap start the giver is White, so a handicap table's "giving" figure is
+    White's); a DataError names a record that is not one of `player`'s games or cannot be read."""
+    if colour not in (None, "black", "white"):
+        raise ValueError(f"colour {colour!r}: black or white")
     source = Path(source)
     wins = draws = losses = 0
     for name, text in _texts(source):
@@ -48,6 +51,8 @@ def recount(source: str | Path, player: str = "A") -> tuple[int, int, int]:
         if player not in game.names:
             raise DataError(f"{source}/{name}", None, f"{player!r} did not play it ({' vs '.join(game.names)})")
         black = game.names[0] == player
+        if colour is not None and black != (colour == "black"):
+            continue
         if game.win not in (BLACK_WON, WHITE_WON):
             draws += 1
         elif (game.win == BLACK_WON) == black:
