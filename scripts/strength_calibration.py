@@ -76,6 +76,7 @@ RUNGS = ["random", "alphabeta:1", "alphabeta:10", "alphabeta:30", "alphabeta:100
 NEAR_PIN = "alphabeta:1000"
 SWEEP = 5 / 6  # a first block scored at least this (or at most 1 - this) moves the level one rung on
 _LEVEL = re.compile(r"^usi:.*\bdlzero usi;Strength=(\d+);")
+_LABEL = re.compile(r"strength:(\d+)")  # a level as the table and the records name it (`opponent_label`)
 
 
 def dlzero_command() -> str:
@@ -288,7 +289,7 @@ def _opponent_rank(opponent: str) -> tuple[int, int]:
     """Rungs in ladder order, then levels by number: the order a level's rows are listed in."""
     if opponent in RUNGS:
         return 0, RUNGS.index(opponent)
-    m = re.fullmatch(r"strength:(\d+)", opponent)
+    m = _LABEL.fullmatch(opponent)
     return (1, int(m.group(1))) if m else (2, 0)
 
 
@@ -311,7 +312,7 @@ def not_monotone(rows: Iterable[dict[str, object]]) -> list[str]:
     interval is under 1/2. Empty: monotone within the intervals."""
     out = []
     for row in rows:
-        m = re.fullmatch(r"strength:(\d+)", str(row["opponent"]))
+        m = _LABEL.fullmatch(str(row["opponent"]))
         if m and int(m.group(1)) < int(row["level"]) and float(row["score_high"]) < 0.5:
             out.append(f"level {row['level']} scores {row['score']} [{row['score_low']}, {row['score_high']}] "
                        f"against level {m.group(1)}")
@@ -378,7 +379,7 @@ def carried_batches(tar: Path, levels: Iterable[int], byoyomi: int) -> list:
     keep = set(levels)
 
     def name(label: str) -> str | None:
-        m = re.fullmatch(r"strength:(\d+)", label)
+        m = _LABEL.fullmatch(label)
         if m is None:
             return label
         return level_player(int(m.group(1)), byoyomi) if int(m.group(1)) in keep else None

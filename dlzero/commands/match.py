@@ -273,8 +273,9 @@ def append_csv(path: str, row: dict[str, object]) -> None:
 
     target = Path(path)
     old = target.read_text(encoding="utf-8") if target.is_file() else ""
-    rows = list(csv.DictReader(io.StringIO(old))) if old else []
-    header = list(csv.DictReader(io.StringIO(old)).fieldnames or []) if old else []
+    reader = csv.DictReader(io.StringIO(old))
+    rows = list(reader)
+    header = list(reader.fieldnames or [])
     columns = header + [key for key in row if key not in header]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", restval="")

@@ -36,7 +36,7 @@ class Level:
 
 def _upper(level: int) -> Level:
     """Levels 7-19: playouts double every 1/0.6 ~ 1.7 levels (28 at 7, 4,096 at 19) and the temperature falls
-    linearly to 0 at 19; the curve measured in 2026-12 (levels 9-19 unchanged since)."""
+    linearly to 0 at 19: the first curve, which levels 7-19 keep (levels 1-6 were flat and strong on it)."""
     return Level(round(2 ** (0.6 * (level + 1))), 0.75 * (FULL - 1 - level) / (FULL - 2))
 
 
