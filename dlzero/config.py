@@ -601,11 +601,12 @@ class LoopConfig:
                                 "trainer's threads get their cores while it trains and the workers get "
                                 "every core while it waits (0: all equal)")
     status_every_s: float = _field(60.0, _positive, "async: seconds between status lines while waiting for games")
-    from_network: list = _field(["gate.mode=sprt", "train.lr=0.002"], _override_list,
+    from_network: list = _field(["gate.mode=sprt", "gate.playouts=1024", "train.lr=0.002"], _override_list,
                                 "`section.key=value` overrides a new run gets when its generation 0 is a trained "
                                 "network (the shipped one by default; dlzero.loop_start), applied before --set "
                                 "and flags: settings for improving a strong network rather than learning from "
-                                "random weights")
+                                "random weights (a gate near the depth users search: a shallow one cannot see "
+                                "a spoilt value head, docs/loop.md)")
 
 
 @dataclass

@@ -69,6 +69,8 @@ def test_a_trained_start_gets_loop_from_network_before_the_users_own_settings(sh
     cfg, added = start_config(TINY, ["train.lr=0.01"], start)
     assert added == load_config(TINY).loop.from_network
     assert cfg.gate.mode == "sprt" and cfg.selfplay.playouts == 256 and cfg.train.val_lambda == 0
+    # gated near the depth users search: at 128 playouts a candidate that lost 12-28 at 1 s scored 22-18
+    assert cfg.gate.playouts >= 1024 and load_config(TINY).gate.playouts < 1024
     assert cfg.train.lr == 0.01  # --set after the overlay
     scratch, none = start_config(TINY, [], plan_start(None, True, shipped.architecture))
     assert none == [] and scratch.gate.mode == "off" and scratch.selfplay.playouts == 48

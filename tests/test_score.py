@@ -225,3 +225,23 @@ def test_value_diagnosis_flags_are_checked(tmp_path, capsys):
         assert main(["score", *val, "--value-diagnosis", "--ply-buckets", bad]) == 2
         assert "ascending plies" in capsys.readouterr().err
     assert not (tmp_path / "d.csv").exists()
+
+
+def test_two_models_of_one_file_name_keep_a_row_each(tmp_path, capsys):
+    """Two runs' `gen-0001.pt` side by side: each is labelled by its path, in the table, the CSV and the
+    diagnosis (keyed by label, where the second used to replace the first)."""
+    write_hcpe3(tmp_path / "v.hcpe3", selfplay_games(4, 20, seed=41))
+    paths = []
+    for run, seed in (("a", 1), ("b", 2)):
+        (tmp_path / run).mkdir()
+        save_model(new_model(MODEL_CFG, seed=seed), tmp_path / run / "gen-0001.pt")
+        paths.append(str(tmp_path / run / "gen-0001.pt"))
+    assert main(["score", *paths, paths[0], "--val", str(tmp_path / "v.hcpe3"), "--csv", str(tmp_path / "s.csv"),
+                 "--value-diagnosis", "--diagnosis-csv", str(tmp_path / "d.csv"), *FLAGS]) == 0
+    out = capsys.readouterr().out
+    rows = read_csv(tmp_path / "s.csv")
+    assert [r["model"] for r in rows] == [paths[0], paths[1], f"{paths[0]} (2)"]
+    assert rows[0]["value_loss"] != rows[1]["value_loss"] and rows[0]["value_loss"] == rows[2]["value_loss"]
+    diagnosed = {r["who"] for r in read_csv(tmp_path / "d.csv")}
+    assert {paths[0], paths[1], f"{paths[0]} (2)"} <= diagnosed
+    assert f"{paths[1]} vs result" in out

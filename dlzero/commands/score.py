@@ -37,6 +37,7 @@ import csv
 import dataclasses
 import io
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,20 @@ def model_file(spec: str, cfg: Config) -> tuple[str, Path]:
     return choice.label(), choice.path
 
 
+def distinct_labels(specs: list[str], models: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+    """`models` with a label each of its own: two files of one name (`runs/a/models/gen-0001.pt` and
+    `runs/b/...`) are labelled by the paths given, so that neither row nor the diagnosis (keyed by label)
+    hides the other; the same argument twice gets a count."""
+    counts = Counter(label for label, _ in models)
+    labels = [spec if counts[label] > 1 else label for spec, (label, _) in zip(specs, models, strict=True)]
+    seen: Counter[str] = Counter()
+    out = []
+    for label, (_, path) in zip(labels, models, strict=True):
+        seen[label] += 1
+        out.append((label if seen[label] == 1 else f"{label} ({seen[label]})", path))
+    return out
+
+
 def _csv_text(rows: list[dict]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
@@ -136,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--train-sample needs the training files (--hcpe) to sample")
     edges = parse_ply_edges(args.ply_buckets) if args.ply_buckets else DEFAULT_PLY_EDGES
     cfg = config_from_args(args, FLAG_KEYS)
-    models = [model_file(spec, cfg) for spec in args.models]  # every name checked before the data loads
+    models = distinct_labels(args.models, [model_file(spec, cfg) for spec in args.models])  # checked before the data
     if args.value_diagnosis:
         hold, teacher, games, report, training = held_out_with_teacher(args.hcpe, cfg.train)
     else:
