@@ -121,6 +121,16 @@ class Result:
         return (f"vs {self.opponent} ({self.time_control}, {self.opening_suite}): "
                 f"{self.wins}-{self.draws}-{self.losses} ({100 * score:.1f} %)")
 
+    def brief(self) -> str:
+        """One terminal column: the score first, then the opponent's name and the time control without their
+        glosses, e.g. '49-2-49 (50.0 %, 100 games) vs gpsshogi:depth=10:byoyomi=1000, byoyomi 1000 ms'.
+        The glosses (how GPS keeps time, where the games are) stay in the manifest and `networks show`."""
+        score = (self.wins + self.draws / 2) / self.games if self.games else 0.0
+        opponent = self.opponent.split(" (", 1)[0]
+        clock = self.time_control.split(",", 1)[0].split(" (", 1)[0]
+        return (f"{self.wins}-{self.draws}-{self.losses} ({100 * score:.1f} %, {self.games} games) "
+                f"vs {opponent}, {clock}")
+
 
 @dataclass(frozen=True)
 class Network:
@@ -152,8 +162,8 @@ class Network:
         return f"{self.name} ({self.date.isoformat()}, {self.arch})"
 
     def headline(self) -> str:
-        """Its first measured result (manifests list the most telling first), or that none was measured."""
-        return self.strength[0].summary() if self.strength else "strength not measured"
+        """Its first measured result, briefly (manifests list the most telling first), or that none was measured."""
+        return self.strength[0].brief() if self.strength else "strength not measured"
 
 
 def networks_dir() -> Path:

@@ -11,7 +11,7 @@
 #     default network's weights; "none" for a fresh network), SET (extra `--set` overrides, space-separated, e.g.
 #     "model.blocks=10 model.channels=128 train.batch_size=1024").
 # Comes back under $OUT: student.pt, student.onnx, metrics/ (CSV, TensorBoard) and train.log; then, here, judge it with
-# scripts/equal_time.py as docs/networks.md says before it may replace the shipped network.
+# `dlzero match` as docs/networks.md says before it may replace the shipped network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

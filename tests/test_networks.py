@@ -97,7 +97,7 @@ def test_a_manifest_loads_into_typed_fields(shipped):
     assert net.files["int8"].path == shipped / f"{NAME}.int8.onnx" and net.int8_gate.passed
     assert net.provenance.teacher.version == "0.1.9" and net.provenance.minutes == 0.5
     assert net.size == sum(p.stat().st_size for p in shipped.glob(f"{NAME}.*") if p.suffix != ".json")
-    assert net.headline() == "vs random mover (16 playouts, gate): 9-0-1 (90.0 %)"
+    assert net.headline() == "9-0-1 (90.0 %, 10 games) vs random mover, 16 playouts"
     assert net.describe() == f"{NAME} (2026-12-10, 1x16)"
 
 
@@ -245,7 +245,7 @@ def test_list_shows_each_network_without_loading_torch(shipped, none_shipped, mo
     assert lines[1].split() == ["NAME", "DATE", "ARCH", "SIZE", "STRENGTH"]
     size = sum(p.stat().st_size for p in shipped.glob(f"{NAME}.*") if p.suffix != ".json")
     assert lines[2].split()[:5] == ["*", NAME, "2026-12-10", "1x16", f"{size / 1e6:.1f}"]
-    assert lines[2].endswith("vs random mover (16 playouts, gate): 9-0-1 (90.0 %)")
+    assert lines[2].endswith("  9-0-1 (90.0 %, 10 games) vs random mover, 16 playouts")
     proc = subprocess.run([sys.executable, "-m", "dlzero.cli", "networks", "list"], capture_output=True, text=True,
                           timeout=60, env={**os.environ, ENV_DIR: str(none_shipped)})
     assert proc.returncode == 0 and proc.stdout.startswith(f"no networks in {none_shipped}")

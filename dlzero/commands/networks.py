@@ -47,6 +47,7 @@ def _list(networks: list[Network]) -> None:
     print(f"networks in {networks_dir()}:")
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+    print("STRENGTH is each network's first measured match; `dlzero networks show NAME` has them all, in full")
     if problem is None:
         print("* the default network: bestmove, usi, analyze, review and match play it when given no model")
     else:
