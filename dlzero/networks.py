@@ -115,20 +115,18 @@ class Result:
     def games(self) -> int:
         return self.wins + self.draws + self.losses
 
-    def summary(self) -> str:
-        """E.g. 'vs GPS Shogi depth 4 (byoyomi 1000 ms, rating suite): 2-0-28 (6.7 %)'."""
-        score = (self.wins + self.draws / 2) / self.games if self.games else 0.0
-        return (f"vs {self.opponent} ({self.time_control}, {self.opening_suite}): "
-                f"{self.wins}-{self.draws}-{self.losses} ({100 * score:.1f} %)")
+    @property
+    def score(self) -> float:
+        """Wins plus half the draws, a game."""
+        return (self.wins + self.draws / 2) / self.games if self.games else 0.0
 
     def brief(self) -> str:
         """One terminal column: the score first, then the opponent's name and the time control without their
         glosses, e.g. '49-2-49 (50.0 %, 100 games) vs gpsshogi:depth=10:byoyomi=1000, byoyomi 1000 ms'.
         The glosses (how GPS keeps time, where the games are) stay in the manifest and `networks show`."""
-        score = (self.wins + self.draws / 2) / self.games if self.games else 0.0
         opponent = self.opponent.split(" (", 1)[0]
         clock = self.time_control.split(",", 1)[0].split(" (", 1)[0]
-        return (f"{self.wins}-{self.draws}-{self.losses} ({100 * score:.1f} %, {self.games} games) "
+        return (f"{self.wins}-{self.draws}-{self.losses} ({100 * self.score:.1f} %, {self.games} games) "
                 f"vs {opponent}, {clock}")
 
 

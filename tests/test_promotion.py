@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import logging
 import os
 
 import pytest
@@ -49,9 +50,12 @@ def _ratings(rd: RunDir) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_real_gate_plays_records_and_rates(run):
+def test_real_gate_plays_records_and_rates(run, caplog):
     rd, cfg = run
-    result = gate_and_promote(rd, cfg, 1, progress=False, parallel=2)
+    with caplog.at_level(logging.INFO, logger="dlzero.gating.promotion"):
+        result = gate_and_promote(rd, cfg, 1, progress=False, parallel=2)
+    # no bar, so the log says how far the gate is (each game of two; every tenth of a longer gate)
+    assert [r.getMessage().split(": ")[1].split(",")[0] for r in caplog.records] == ["1/2 games", "2/2 games"]
     assert result.games == 2 and result.best == 0 and result.candidate == 1
     assert result.decision in ("cap_pass", "cap_fail")  # two games never decide the SPRT at 5%/5%
     assert result.promoted == (result.score >= cfg.gate.cap_pass_score)
