@@ -113,8 +113,8 @@ def gate_and_promote(rd: RunDir, cfg: Config, candidate_generation: int, progres
     bar = tqdm(total=n_games, desc=f"gate {names[0]} vs {names[1]}", unit="game", file=sys.stderr,
                disable=not progress, leave=False)
 
-    # Without the bar (the async loop, whose log is a file) a line every tenth of the games: a 1,024-playout
-    # gate runs ~45 minutes on two cores and the log should not go quiet for all of them.
+    # Without the bar (the async loop, whose log is a file) a line every tenth of the games: a 100-game gate at
+    # 1,024 playouts beside self-play runs ~75 minutes on two cores, and the log should not go quiet for them.
     log_step = max(1, n_games // 10)
 
     def on_game(_: MatchRecord, m: MatchResult) -> None:
